@@ -1,0 +1,176 @@
+"""tfprov: plan -> ansible-runner -> report. Every user error ends in one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__, extravars, local_cloud
+from . import plan as plan_mod
+from .errors import TfprovError
+from .progress import Progress
+from .project import project_root
+from .runner import RunOptions, run_plan
+
+DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
+_STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tfprov", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"tfprov {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("plan", help="print the ordered steps a run would take")
+    p.add_argument("name", help="plan name (tfprov plan --list)", nargs="?")
+    p.add_argument("--list", action="store_true", help="list the plans")
+
+    r = sub.add_parser("run", help="run a plan's playbooks through ansible-runner and write a report")
+    r.add_argument("name", help="plan name, e.g. preflight")
+    r.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
+                   help=f"inventory file or 'host1,host2,' (default {DEFAULT_INVENTORY})")
+    r.add_argument("-l", "--limit", help="limit to hosts or groups (Ansible pattern)")
+    r.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
+    r.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
+                   help="key=value pairs, a YAML/JSON mapping, or @file (repeatable)")
+    r.add_argument("-f", "--forks", type=_positive, help="hosts worked on in parallel")
+
+    for verb, text in (("up", "start the local cloud's node containers"), ("down", "remove them")):
+        u = sub.add_parser(verb, help=text)
+        u.add_argument("target", choices=["local"], help="only 'local' (container nodes) for now")
+        if verb == "up":
+            u.add_argument("-n", "--nodes", type=_positive, default=3, help="how many nodes (default 3)")
+            u.add_argument("--suite", choices=local_cloud.SUITES, default="bookworm", help="Debian suite")
+            u.add_argument("--roles", help="comma-separated node roles, e.g. chief,worker,ps")
+
+    e = sub.add_parser("engine", help="make sure a Docker engine with host-only networking runs")
+    e.set_defaults(target=None)
+    i = sub.add_parser("images", help="build the node images (cached)")
+    i.add_argument("--suite", action="append", choices=local_cloud.SUITES, help="default: all suites")
+    i.add_argument("--rebuild", action="store_true", help="build even if the image exists")
+    return parser
+
+
+def cmd_plan(args, out: Console) -> int:
+    plans = plan_mod.load_plans()
+    if args.list or not args.name:
+        for name, spec in plans.items():
+            print(f"{name:<10} {spec['description']}")
+        return 0
+    print(plan_mod.render(plan_mod.resolve(args.name, project_root(), plans)))
+    return 0
+
+
+def summary_table(report: dict) -> Table:
+    table = Table(title=f"tfprov run {report['plan']}: {report['status']} in {report['seconds']} s",
+                  title_justify="left")
+    for column in ("host", "status", "ok", "changed", "failed", "unreachable", "skipped"):
+        table.add_column(column)
+    for name, host in report["hosts"].items():
+        style = _STATUS_STYLE.get(host["status"], "")
+        table.add_row(name, f"[{style}]{host['status']}[/{style}]", str(host["ok"]), str(host["changed"]),
+                      str(host["failures"]), str(host["dark"]), str(host["skipped"]))
+    return table
+
+
+def durations_table(report: dict) -> Table:
+    table = Table(title="durations", title_justify="left")
+    table.add_column("play / role")
+    table.add_column("seconds", justify="right")
+    for play in report["plays"]:
+        table.add_row(f"play: {play['name']}", f"{play['seconds']:.1f}")
+    for role, seconds in report["roles"].items():
+        table.add_row(f"role: {role}", f"{seconds:.1f}")
+    return table
+
+
+def cmd_run(args, out: Console) -> int:
+    root = project_root()
+    plan = plan_mod.resolve(args.name, root)
+    options = RunOptions(inventory=args.inventory, limit=args.limit, check=args.check,
+                         extravars=extravars.parse(args.extra_vars), forks=args.forks)
+    report, run_dir = run_plan(plan, root, options, Progress())
+    out.print(summary_table(report))
+    if report["plays"]:
+        out.print(durations_table(report))
+    for name, host in report["hosts"].items():
+        for failure in host["failed_tasks"]:
+            out.print(f"[red]{name}[/red]: {failure['task']}: {failure['message']}", highlight=False)
+    host_failures = any(host["failed_tasks"] for host in report["hosts"].values())
+    for step in report["steps"] if not host_failures else []:
+        for line in step.get("errors", []):
+            out.print(f"[red]{step['playbook']}[/red]: {line}", highlight=False)
+    if report["status"] == "no hosts":
+        out.print(f"[red]no host matched[/red] in {report['inventory']}"
+                  f"{' with --limit ' + report['limit'] if report['limit'] else ''}: "
+                  "is the local cloud up (tfprov up local)?", highlight=False)
+    out.print(f"report: {run_dir / 'report.json'}", highlight=False)
+    return report["rc"]
+
+
+def cmd_up(args, out: Console) -> int:
+    roles = args.roles.split(",") if args.roles else None
+    nodes = local_cloud.up(args.nodes, args.suite, out, roles)
+    table = Table(title=f"local cloud: {len(nodes)} node(s)", title_justify="left")
+    for column in ("node", "role", "suite", "tf port", "serving grpc", "serving rest"):
+        table.add_column(column)
+    for node in nodes:
+        ports = node.ports
+        table.add_row(node.name, node.role, node.suite, str(ports["tf_port"]),
+                      str(ports["serving_grpc_port"]), str(ports["serving_rest_port"]))
+    out.print(table)
+    out.print(f"inventory: {DEFAULT_INVENTORY}", highlight=False)
+    return 0
+
+
+def cmd_down(args, out: Console) -> int:
+    count = local_cloud.down(out)
+    out.print(f"local cloud: {count} node(s) removed", highlight=False)
+    return 0
+
+
+def cmd_engine(args, out: Console) -> int:
+    local_cloud.ensure_engine(out)
+    out.print("Docker engine: running", highlight=False)
+    return 0
+
+
+def cmd_images(args, out: Console) -> int:
+    local_cloud.ensure_engine(out)
+    for suite in args.suite or local_cloud.SUITES:
+        local_cloud.build_image(suite, out, rebuild=args.rebuild)
+    return 0
+
+
+COMMANDS = {"plan": cmd_plan, "run": cmd_run, "up": cmd_up, "down": cmd_down,
+            "engine": cmd_engine, "images": cmd_images}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Console(soft_wrap=True)
+    try:
+        return COMMANDS[args.command](args, out)
+    except TfprovError as exc:
+        print(f"tfprov: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tfprov: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

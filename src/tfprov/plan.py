@@ -1,0 +1,74 @@
+"""Named plans (plans.yml) resolved to playbooks of the checkout, and their description."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from .errors import TfprovError
+
+
+@dataclass(frozen=True)
+class Step:
+    playbook: Path
+
+    @property
+    def exists(self) -> bool:
+        return self.playbook.is_file()
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    description: str
+    steps: tuple[Step, ...]
+
+    def missing(self) -> list[Step]:
+        return [s for s in self.steps if not s.exists]
+
+
+def load_plans() -> dict[str, dict]:
+    text = resources.files("tfprov").joinpath("plans.yml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def resolve(name: str, root: Path, plans: dict[str, dict] | None = None) -> Plan:
+    plans = load_plans() if plans is None else plans
+    if name not in plans:
+        raise TfprovError(f"unknown plan '{name}'; known plans: {', '.join(sorted(plans))}")
+    spec = plans[name]
+    steps = tuple(Step(root / "playbooks" / p) for p in spec["steps"])
+    return Plan(name=name, description=spec["description"], steps=steps)
+
+
+def describe_playbook(path: Path) -> list[str]:
+    """One line per play, following import_playbook, as '<hosts>: <play name> [roles]'."""
+    try:
+        plays = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    except yaml.YAMLError as exc:
+        raise TfprovError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
+    lines = []
+    for play in plays:
+        if "ansible.builtin.import_playbook" in play or "import_playbook" in play:
+            target = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
+            lines += describe_playbook(path.parent / target)
+            continue
+        roles = [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
+        suffix = f"  [roles: {', '.join(roles)}]" if roles else ""
+        lines.append(f"{play.get('hosts', '?')}: {play.get('name', 'unnamed play')}{suffix}")
+    return lines
+
+
+def render(plan: Plan) -> str:
+    out = [f"plan {plan.name}: {plan.description}"]
+    for i, step in enumerate(plan.steps, 1):
+        rel = step.playbook.relative_to(step.playbook.parents[1])
+        if not step.exists:
+            out.append(f"  {i}. {rel}  (not in this checkout yet: `tfprov run {plan.name}` will refuse)")
+            continue
+        out.append(f"  {i}. {rel}")
+        out += [f"       - {line}" for line in describe_playbook(step.playbook)]
+    return "\n".join(out)

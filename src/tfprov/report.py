@@ -1,0 +1,139 @@
+"""Turn ansible-runner events into a per-host, per-play, per-role report (report.json)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+_COUNTS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored")
+RESULT_EVENTS = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_unreachable": "unreachable",
+    "runner_on_skipped": "skipped",
+}
+
+
+def _ts(event: dict) -> datetime | None:
+    created = event.get("created")
+    return datetime.fromisoformat(created) if created else None
+
+
+def _message(res: dict) -> str:
+    """The shortest useful reason a task gave: msg, else stderr, else the first result line."""
+    for key in ("msg", "stderr", "reason"):
+        value = res.get(key)
+        if value:
+            return str(value).strip()
+    return json.dumps(res, default=str)[:300]
+
+
+@dataclass
+class _Span:
+    name: str
+    start: datetime
+    end: datetime
+
+    @property
+    def seconds(self) -> float:
+        return round((self.end - self.start).total_seconds(), 2)
+
+
+@dataclass
+class ReportBuilder:
+    """Feed it every event of every step (on_event); ask it for the report (to_dict)."""
+
+    plan: str
+    hosts: dict[str, dict] = field(default_factory=dict)
+    plays: list[_Span] = field(default_factory=list)
+    role_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    host_data: dict[str, dict] = field(default_factory=dict)
+    steps: list[dict] = field(default_factory=list)
+    _task_spans: dict[str, _Span] = field(default_factory=dict)
+    _task_roles: dict[str, str] = field(default_factory=dict)
+
+    def _host(self, name: str) -> dict:
+        return self.hosts.setdefault(
+            name, {**{k: 0 for k in _COUNTS}, "status": "pending", "failed_tasks": []}
+        )
+
+    def on_event(self, event: dict) -> None:
+        kind, data, when = event.get("event"), event.get("event_data", {}), _ts(event)
+        if kind == "playbook_on_play_start" and when:
+            self._close_play(when)
+            self.plays.append(_Span(data.get("play") or data.get("name") or "play", when, when))
+        elif kind == "playbook_on_task_start" and when:
+            self._task_spans[data["task_uuid"]] = _Span(data.get("task", ""), when, when)
+            if data.get("role"):
+                self._task_roles[data["task_uuid"]] = data["role"]
+        elif kind in RESULT_EVENTS:
+            self._on_result(RESULT_EVENTS[kind], data, when)
+        elif kind == "playbook_on_stats":
+            self._on_stats(data, when)
+
+    def _on_result(self, outcome: str, data: dict, when: datetime | None) -> None:
+        host = self._host(data["host"])
+        span = self._task_spans.get(data.get("task_uuid", ""))
+        if span and when:
+            span.end = max(span.end, when)
+        if outcome in ("failed", "unreachable") and not data.get("ignore_errors"):
+            res = data.get("res") or {}
+            host["failed_tasks"].append(
+                {"task": data.get("task"), "outcome": outcome, "message": _message(res)}
+            )
+
+    def _on_stats(self, data: dict, when: datetime | None) -> None:
+        if when:
+            self._close_play(when)
+        for uuid, span in self._task_spans.items():
+            if role := self._task_roles.get(uuid):
+                self.role_seconds[role] += span.seconds
+        self._task_spans.clear()
+        for count in _COUNTS:
+            for name, value in (data.get(count) or {}).items():
+                self._host(name)[count] += value
+        for name in data.get("processed") or {}:
+            self._host(name)
+        for name, values in (data.get("artifact_data") or {}).get("tfprov_hosts", {}).items():
+            self.host_data.setdefault(name, {}).update(values)
+
+    def _close_play(self, when: datetime) -> None:
+        if self.plays and self.plays[-1].end == self.plays[-1].start:
+            self.plays[-1].end = when
+
+    def add_step(self, playbook: str, rc: int, status: str, artifacts: str) -> None:
+        self.steps.append({"playbook": playbook, "rc": rc, "status": status, "artifacts": artifacts})
+
+    @staticmethod
+    def host_status(host: dict) -> str:
+        if host["dark"]:
+            return "unreachable"
+        if host["failures"]:
+            return "failed"
+        if host["changed"]:
+            return "changed"
+        return "ok"
+
+    def to_dict(self, **extra) -> dict:
+        hosts = {}
+        for name in sorted(self.hosts):
+            host = dict(self.hosts[name])
+            host["status"] = self.host_status(host)
+            if name in self.host_data:
+                host["data"] = self.host_data[name]
+            hosts[name] = host
+        return {
+            "plan": self.plan,
+            **extra,
+            "steps": self.steps,
+            "hosts": hosts,
+            "plays": [{"name": p.name, "seconds": p.seconds} for p in self.plays],
+            "roles": {k: round(v, 2) for k, v in sorted(self.role_seconds.items())},
+        }
+
+
+def write(report: dict, path: Path) -> None:
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The built collection must install from its tarball and load its plugins from there, not from this checkout.
+set -euo pipefail
+tarball=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # away from the checkout's ansible.cfg, which links the checkout as the collection
+ansible-galaxy collection install --force --no-deps -p "$tmp" "$tarball" >/dev/null
+installed="$tmp/ansible_collections/tfprov/gpu/plugins"
+for plugin in "module tfprov.gpu.preflight_facts" "inventory tfprov.gpu.docker_containers"; do
+  set -- $plugin
+  ANSIBLE_COLLECTIONS_PATH=$tmp ansible-doc -t "$1" "$2" 2>&1 | grep -q "$installed" \
+    || { echo "$2 does not load from the installed tarball" >&2; exit 1; }
+done
+echo "collection tarball installs and its plugins load: $(basename "$tarball")"

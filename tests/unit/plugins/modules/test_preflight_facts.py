@@ -1,0 +1,33 @@
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.tfprov.gpu.plugins.modules import preflight_facts
+
+
+def _run(capsys, **args):
+    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
+        preflight_facts.main()
+    assert exit_info.value.code == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_reports_gpus_disk_and_secure_boot_without_changing_anything(tmp_path, capsys):
+    gpu = tmp_path / "bus" / "pci" / "devices" / "0000:00:1e.0"
+    gpu.mkdir(parents=True)
+    for name, value in (("vendor", "0x10de"), ("device", "0x2330"), ("class", "0x030200")):
+        (gpu / name).write_text(value + "\n")
+    not_yet = str(tmp_path / "not" / "yet" / "there")
+    result = _run(capsys, sysfs_root=str(tmp_path), disk_path=not_yet, _ansible_check_mode=True)
+    assert result["changed"] is False
+    assert [g["device_id"] for g in result["pci_gpus"]] == ["0x2330"]
+    assert result["secure_boot"] == "unknown"
+    assert result["disk"]["path"].endswith("not/yet/there")
+    assert 0 < result["disk"]["free_gb"] <= result["disk"]["total_gb"]
+    assert isinstance(result["package_locks"], list)
+
+
+def test_disk_space_reads_the_nearest_existing_parent(tmp_path):
+    space = preflight_facts.disk_space(str(tmp_path / "a" / "b"))
+    assert space == {**space, "path": str(tmp_path / "a" / "b")}
+    assert space["total_gb"] > 0
