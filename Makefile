@@ -37,6 +37,7 @@ demo: images
 	$(BIN)/tfprov run preflight -i inventories/local.docker_containers.yml
 
 lint: venv
+	rm -rf .ansible/collections/ansible_collections/tfprov  # ansible-lint's copy of this collection, maybe stale
 	$(BIN)/yamllint -s .
 	$(BIN)/ruff check src tests plugins bench
 	$(BIN)/ansible-lint --offline --profile production

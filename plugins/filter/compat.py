@@ -1,0 +1,77 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over the compatibility matrix (data/compat.yml): pick a stack, refuse an impossible one."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.tfprov.gpu.plugins.module_utils import compat
+
+_CACHE = {}
+
+
+def _matrix(path=None):
+    key = path or compat.default_matrix_path()
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = compat.load_matrix(key)
+        except (OSError, ValueError) as exc:
+            raise AnsibleFilterError("cannot read the compatibility matrix %s: %s" % (key, exc)) from exc
+    return _CACHE[key]
+
+
+def tf_stack(tf_version, cuda=None, cudnn=None, driver=None, gpus=None, python=None, matrix=None):
+    """The stack for a TensorFlow version; fails with the reason when it cannot work on this node."""
+    try:
+        return compat.resolve_stack(_matrix(matrix), tf_version, cuda=cuda or None, cudnn=cudnn or None,
+                                    driver=driver or None, gpus=gpus, python=python or None)
+    except compat.CompatError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def gpu_model(name_or_id, matrix=None):
+    """The matrix row of a GPU by nvidia-smi name or PCI device id (with its key as 'model'), or None."""
+    data = _matrix(matrix)
+    return compat.gpu_model(data, name=name_or_id) or compat.gpu_model(data, device_id=name_or_id)
+
+
+def cloud_gpu(machine, provider, matrix=None):
+    """{model, count} of the GPUs an AWS instance type or GCP accelerator type carries, or None."""
+    return compat.cloud_gpu(_matrix(matrix), provider, machine)
+
+
+def cuda_min_driver(cuda_version, matrix=None):
+    try:
+        return compat.min_driver(_matrix(matrix), cuda_version)
+    except compat.CompatError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def pip_requirements(packages, only=None, exclude=None):
+    """['name==1.2', ...] pinned exactly (see pinned_version), keeping `only` names, dropping `exclude` matches."""
+    result = []
+    for name, spec in sorted((packages or {}).items()):
+        if (only and name not in only) or (exclude and exclude in name):
+            continue
+        version = compat.pinned_version(spec)
+        if not version:
+            raise AnsibleFilterError("cannot pin %s%s to one version" % (name, spec))
+        result.append("%s==%s" % (name, version))
+    return result
+
+
+def pinned_version(spec):
+    return compat.pinned_version(spec)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "tf_stack": tf_stack,
+            "gpu_model": gpu_model,
+            "cloud_gpu": cloud_gpu,
+            "cuda_min_driver": cuda_min_driver,
+            "pip_requirements": pip_requirements,
+            "pinned_version": pinned_version,
+        }

@@ -1,0 +1,91 @@
+"""The real data/compat.yml: complete for TF 2.12-2.21, every row sourced, and the refusals users will meet."""
+
+import pytest
+from ansible_collections.tfprov.gpu.plugins.module_utils.compat import (
+    CompatError,
+    cloud_gpu,
+    gpu_model,
+    load_matrix,
+    pinned_version,
+    resolve_stack,
+    tf_versions,
+)
+
+MATRIX = load_matrix()
+
+
+def test_covers_tensorflow_2_12_to_2_21():
+    assert tf_versions(MATRIX)[0] == "2.12" and tf_versions(MATRIX)[-1] == "2.21"
+    assert len(tf_versions(MATRIX)) == 10
+
+
+@pytest.mark.parametrize("section", ["tensorflow", "cuda", "gpus", "cudnn"])
+def test_every_row_names_its_source(section):
+    for key, row in MATRIX[section].items():
+        assert row.get("source"), f"{section}.{key} has no source"
+
+
+def test_every_tensorflow_resolves_with_its_own_cuda_and_cudnn():
+    for version in tf_versions(MATRIX):
+        stack = resolve_stack(MATRIX, version)
+        assert stack["min_driver"] and stack["recommended_driver_branch"], version
+        for name, spec in stack["pip_cuda_packages"].items():
+            assert pinned_version(spec), f"{version}: {name}{spec} cannot be pinned"
+
+
+def test_newest_tensorflow_pins_the_wheels_it_was_built_with():
+    stack = resolve_stack(MATRIX, "2.21")
+    assert pinned_version(stack["pip_cuda_packages"]["nvidia-cudnn-cu12"]) == "9.3.0.75"
+    assert pinned_version(stack["pip_cuda_packages"]["nvidia-cuda-runtime-cu12"]) == "12.5.82"
+
+
+def test_k80_is_refused_for_tensorflow_2_21_with_the_newest_that_runs():
+    with pytest.raises(CompatError, match=r"Tesla K80 \(compute capability 3.7\) is too old for TensorFlow 2.21, "
+                                          r"which needs >= 6.0; newest TensorFlow for it: 2.14"):
+        resolve_stack(MATRIX, "2.21", gpus=[{"name": "Tesla K80"}])
+
+
+def test_driver_470_for_tensorflow_2_21():
+    with pytest.raises(CompatError, match=r"needs CUDA 12.5 \(driver >= 525.60.13\); the node has driver 470.182.03\. "
+                                          r".* or pick TensorFlow <= 2.14 \(CUDA 11\)"):
+        resolve_stack(MATRIX, "2.21", driver="470.182.03")
+
+
+def test_cuda_13_needs_driver_580():
+    assert resolve_stack(MATRIX, "2.21", driver="580.95.05")["tensorflow"] == "2.21"
+    assert MATRIX["cuda"]["13.0"]["min_driver"].startswith("580")
+
+
+@pytest.mark.parametrize(("provider", "machine", "model", "count"), [
+    ("aws", "p3.2xlarge", "v100", 1), ("aws", "g4dn.xlarge", "t4", 1), ("aws", "p4d.24xlarge", "a100_40gb", 8),
+    ("aws", "p5.48xlarge", "h100_sxm", 8), ("aws", "g5.xlarge", "a10g", 1),
+    ("gcp", "nvidia-tesla-t4", "t4", None), ("gcp", "a2-highgpu-8g", "a100_40gb", 8),
+    ("gcp", "a3-highgpu-8g", "h100_sxm", 8), ("gcp", "g2-standard-4", "l4", 1),
+])
+def test_cloud_types(provider, machine, model, count):
+    row = cloud_gpu(MATRIX, provider, machine)
+    assert row["gpu"] == model and row["gpu"] in MATRIX["gpus"]
+    if count:
+        assert row["count"] == count
+
+
+def test_every_cloud_gpu_is_a_known_model():
+    for provider, table in MATRIX["cloud"].items():
+        sections = [table] + [table[k] for k in ("accelerator_types", "machine_types") if k in table]
+        for section in sections:
+            for machine, row in section.items():
+                if isinstance(row, dict) and "gpu" in row:
+                    assert row["gpu"] in MATRIX["gpus"], f"{provider} {machine}"
+
+
+@pytest.mark.parametrize(("name", "model"), [("Tesla T4", "t4"), ("NVIDIA H100 80GB HBM3", "h100_sxm"),
+                                             ("NVIDIA A100-SXM4-40GB", "a100_40gb"), ("NVIDIA H200", "h200")])
+def test_nvidia_smi_names_map_to_models(name, model):
+    assert gpu_model(MATRIX, name=name)["model"] == model
+
+
+def test_pinned_version_forms():
+    assert pinned_version("==9.3.0.75") == "9.3.0.75"
+    assert pinned_version("<10.0,>=9.3.0.75") == "9.3.0.75"
+    assert pinned_version("12.5.82") == "12.5.82"
+    assert pinned_version("<13") is None
