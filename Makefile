@@ -6,13 +6,18 @@ VENV := .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 LINK := .tfprov/collections/ansible_collections/tfprov/gpu
-ROLES_WITH_MOLECULE := $(patsubst roles/%/molecule,%,$(wildcard roles/*/molecule))
+# role/scenario pairs; "heavy" scenarios (kernel module builds, the 8 GB toolkit) run only with `make heavy`.
+SCENARIOS := $(patsubst roles/%/molecule.yml,%,$(wildcard roles/*/molecule/*/molecule.yml))
+CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
+HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
+WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images demo lint unit integration molecule build test clean
+.PHONY: help venv collection-link engine images wheelhouse demo lint unit integration molecule heavy build test clean
 
 help:
 	@echo "make demo   - set up and run preflight on 3 local container nodes"
 	@echo "make test   - lint, unit tests, collection build, molecule, integration tests (what CI runs)"
+	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 
 $(BIN)/tfprov: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,8 +54,21 @@ build: venv
 	rm -rf dist && $(BIN)/ansible-galaxy collection build --output-path dist .
 	tests/check_tarball.sh $(CURDIR)/dist/tfprov-gpu-*.tar.gz
 
-molecule: images
-	for role in $(ROLES_WITH_MOLECULE); do (cd roles/$$role && $(BIN)/molecule test --all) || exit 1; done
+wheelhouse: venv
+	$(BIN)/python tests/support/wheelhouse.py --dest $(WHEELHOUSE)
+
+# Each scenario as "<role>/molecule/<scenario>": run from the role directory, timed.
+define run_scenarios
+	for s in $(1); do role=$${s%%/*}; name=$${s##*/}; start=$$(date +%s); \
+	  (cd roles/$$role && $(BIN)/molecule test -s $$name) || exit 1; \
+	  echo "molecule $$role/$$name: passed in $$(( $$(date +%s) - start )) s"; done
+endef
+
+molecule: images wheelhouse
+	$(call run_scenarios,$(CI_SCENARIOS))
+
+heavy: images wheelhouse
+	$(call run_scenarios,$(HEAVY_SCENARIOS))
 
 integration: images
 	$(BIN)/pytest -q -m integration

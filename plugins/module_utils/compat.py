@@ -122,7 +122,7 @@ def _check_driver(matrix, key, cuda, driver):
     newest = _newest_tf(matrix, lambda row: version_tuple(min_driver(matrix, row["cuda"])) <= version_tuple(driver))
     hint = ("pick TensorFlow <= %s (CUDA %s)" % (newest, major(matrix["tensorflow"][newest]["cuda"]))
             if newest else "no TensorFlow in the matrix runs on it")
-    raise CompatError("TensorFlow %s needs CUDA %s (driver >= %s); the node has driver %s. "
+    raise CompatError("TensorFlow %s needs CUDA %s (driver >= %s); driver %s is older. "
                       "Install a newer driver (nvidia_driver_branch >= %s) or %s"
                       % (key, cuda, needed, driver, major(needed), hint))
 

@@ -32,7 +32,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dest", type=Path, default=DEFAULT)
     parser.add_argument("--tf-version", default="latest")
-    parser.add_argument("--only", nargs="+", default=["cuda-runtime", "cudnn"], help="parts of wheel names")
+    parser.add_argument("--only", nargs="+", default=["cuda-runtime", "cudnn", "cublas"], help="parts of wheel names")
     args = parser.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)
     requirements = pins(args.tf_version, tuple(args.only))

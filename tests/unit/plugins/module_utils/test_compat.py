@@ -80,7 +80,7 @@ def test_driver_too_old_names_what_would_work():
     with pytest.raises(CompatError) as exc:
         resolve_stack(MATRIX, "2.18", driver="470.82.01")
     assert str(exc.value) == (
-        "TensorFlow 2.18 needs CUDA 12.5 (driver >= 525.60.13); the node has driver 470.82.01. "
+        "TensorFlow 2.18 needs CUDA 12.5 (driver >= 525.60.13); driver 470.82.01 is older. "
         "Install a newer driver (nvidia_driver_branch >= 525) or pick TensorFlow <= 2.14 (CUDA 11)")
 
 

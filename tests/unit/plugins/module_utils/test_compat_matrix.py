@@ -46,7 +46,7 @@ def test_k80_is_refused_for_tensorflow_2_21_with_the_newest_that_runs():
 
 
 def test_driver_470_for_tensorflow_2_21():
-    with pytest.raises(CompatError, match=r"needs CUDA 12.5 \(driver >= 525.60.13\); the node has driver 470.182.03\. "
+    with pytest.raises(CompatError, match=r"needs CUDA 12.5 \(driver >= 525.60.13\); driver 470.182.03 is older\. "
                                           r".* or pick TensorFlow <= 2.14 \(CUDA 11\)"):
         resolve_stack(MATRIX, "2.21", driver="470.182.03")
 
