@@ -15,7 +15,7 @@ WHEELHOUSE := /var/cache/tfprov/wheelhouse
 .PHONY: help venv collection-link engine images wheelhouse demo lint unit integration molecule heavy build test clean
 
 help:
-	@echo "make demo   - set up and run preflight on 3 local container nodes"
+	@echo "make demo   - set up a local container node and run tfprov run node on it"
 	@echo "make test   - lint, unit tests, collection build, molecule, integration tests (what CI runs)"
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 
@@ -38,8 +38,8 @@ images: engine
 	$(BIN)/tfprov images
 
 demo: images
-	$(BIN)/tfprov up local --nodes 3
-	$(BIN)/tfprov run preflight -i inventories/local.docker_containers.yml
+	$(BIN)/tfprov up local --nodes 1
+	$(BIN)/tfprov run node -i inventories/local.docker_containers.yml
 
 lint: venv
 	rm -rf .ansible/collections/ansible_collections/tfprov  # ansible-lint's copy of this collection, maybe stale

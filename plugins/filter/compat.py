@@ -48,6 +48,25 @@ def cuda_min_driver(cuda_version, matrix=None):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def matrix_section(name, matrix=None):
+    """A whole section of the matrix (e.g. 'miniconda'), for data that is not a TensorFlow stack."""
+    data = _matrix(matrix)
+    if name not in data:
+        raise AnsibleFilterError("the compatibility matrix has no section %r" % name)
+    return data[name]
+
+
+def gpu_peaks(gpus, matrix=None):
+    """{nvidia-smi name: peak TFLOP/s by precision} for the GPUs of a node the matrix knows (for the bench)."""
+    data = _matrix(matrix)
+    peaks = {}
+    for gpu in gpus or []:
+        row = compat.gpu_model(data, name=gpu.get("name"), device_id=gpu.get("device_id"))
+        if row and gpu.get("name"):
+            peaks[gpu["name"]] = row.get("peak_tflops") or {}
+    return peaks
+
+
 def pip_requirements(packages, only=None, exclude=None):
     """['name==1.2', ...] pinned exactly (see pinned_version), keeping `only` names, dropping `exclude` matches."""
     result = []
@@ -74,4 +93,6 @@ class FilterModule(object):
             "cuda_min_driver": cuda_min_driver,
             "pip_requirements": pip_requirements,
             "pinned_version": pinned_version,
+            "matrix_section": matrix_section,
+            "gpu_peaks": gpu_peaks,
         }

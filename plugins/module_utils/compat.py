@@ -175,6 +175,7 @@ def resolve_stack(matrix, tf_version=None, cuda=None, cudnn=None, driver=None, g
                           % (key, py["min"], py["max"], python))
     return {
         "tensorflow": key,
+        "tensorflow_patch": row.get("latest_patch") or key + ".0",
         "cuda": cuda,
         "cudnn": cudnn,
         "min_driver": min_driver(matrix, cuda),

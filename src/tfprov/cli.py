@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, extravars, local_cloud
+from . import __version__, bench, extravars, local_cloud
 from . import plan as plan_mod
 from .errors import TfprovError
 from .progress import Progress
@@ -40,13 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a plan's playbooks through ansible-runner and write a report")
     r.add_argument("name", help="plan name, e.g. preflight")
-    r.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
-                   help=f"inventory file or 'host1,host2,' (default {DEFAULT_INVENTORY})")
-    r.add_argument("-l", "--limit", help="limit to hosts or groups (Ansible pattern)")
-    r.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
-    r.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
-                   help="key=value pairs, a YAML/JSON mapping, or @file (repeatable)")
-    r.add_argument("-f", "--forks", type=_positive, help="hosts worked on in parallel")
+    b = sub.add_parser("bench", help="run the GPU check and matmul bench on every node (the plan 'bench')")
+    b.set_defaults(name="bench")
+    for p in (r, b):
+        p.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
+                       help=f"inventory file or 'host1,host2,' (default {DEFAULT_INVENTORY})")
+        p.add_argument("-l", "--limit", help="limit to hosts or groups (Ansible pattern)")
+        p.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
+        p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
+                       help="key=value pairs, a YAML/JSON mapping, or @file (repeatable)")
+        p.add_argument("-f", "--forks", type=_positive, help="hosts worked on in parallel")
 
     for verb, text in (("up", "start the local cloud's node containers"), ("down", "remove them")):
         u = sub.add_parser(verb, help=text)
@@ -117,6 +120,12 @@ def cmd_run(args, out: Console) -> int:
         out.print(f"[red]no host matched[/red] in {report['inventory']}"
                   f"{' with --limit ' + report['limit'] if report['limit'] else ''}: "
                   "is the local cloud up (tfprov up local)?", highlight=False)
+    benches = bench.results(report)
+    if benches:
+        out.print(bench.table(benches))
+        paths = bench.write_json(benches, run_dir / "bench")
+        png = bench.plot(benches, run_dir / "bench" / "throughput.png")
+        out.print(f"bench: {len(paths)} JSON file(s) and {png}", highlight=False)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     return report["rc"]
 
@@ -155,7 +164,7 @@ def cmd_images(args, out: Console) -> int:
     return 0
 
 
-COMMANDS = {"plan": cmd_plan, "run": cmd_run, "up": cmd_up, "down": cmd_down,
+COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "down": cmd_down,
             "engine": cmd_engine, "images": cmd_images}
 
 

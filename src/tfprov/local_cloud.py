@@ -26,6 +26,10 @@ NODE_PACKAGES = "python3,python3-apt,sudo,systemd,systemd-sysv,ca-certificates,p
 # Settings that keep an engine off the host's network: no docker0 bridge, no NAT rules.
 SAFE_DAEMON = {"bridge": "none", "iptables": False, "ip-forward": False, "ip-masq": False}
 DAEMON_JSON = Path(os.environ.get("TFPROV_DOCKER_DAEMON_JSON", "/etc/docker/daemon.json"))
+# The host's CA bundle, mounted into every node: pip there must trust what the host trusts (a TLS-inspecting
+# proxy's CA, say). The inventory hands its path to the roles as tfprov_ca_bundle.
+HOST_CA_BUNDLE = Path(os.environ.get("TFPROV_HOST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
+NODE_CA_BUNDLE = "/usr/local/share/tfprov/host-ca.crt"
 SYSTEMD_RUN = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
                "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"]
 
@@ -52,8 +56,13 @@ class Node:
     @property
     def labels(self) -> dict[str, str]:
         ports = {f"tfprov.{k}": str(v) for k, v in self.ports.items()}
+        ca = {"tfprov.ca_bundle": NODE_CA_BUNDLE} if HOST_CA_BUNDLE.is_file() else {}
         return {"tfprov.cluster": "local", "tfprov.role": self.role, "tfprov.index": str(self.index),
-                "tfprov.suite": self.suite, **ports}
+                "tfprov.suite": self.suite, **ports, **ca}
+
+    @property
+    def mounts(self) -> list[str]:
+        return ["-v", f"{HOST_CA_BUNDLE}:{NODE_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.is_file() else []
 
 
 def assign_roles(count: int, roles: list[str] | None = None) -> list[str]:
@@ -239,7 +248,7 @@ def up(count: int, suite: str, console: Console, roles: list[str] | None = None)
             docker("rm", "-f", node.name, what=f"replacing {node.name}")
         labels = [arg for k, v in node.labels.items() for arg in ("--label", f"{k}={v}")]
         docker("run", "-d", "--name", node.name, "--network", "host", "--stop-signal", "SIGRTMIN+3",
-               *SYSTEMD_RUN, *labels, image,
+               *SYSTEMD_RUN, *node.mounts, *labels, image,
                "/lib/systemd/systemd", what=f"creating {node.name}")
         console.print(f"{node.name}: created ({node.role}, {suite})")
     for node in wanted:

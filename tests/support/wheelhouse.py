@@ -28,17 +28,41 @@ def pins(tf_version: str, wanted: tuple[str, ...]) -> list[str]:
             if any(w in name for w in wanted)]
 
 
+def tensorflow_cpu(tf_version: str) -> str:
+    matrix = yaml.safe_load((ROOT / "data" / "compat.yml").read_text())
+    versions = sorted(matrix["tensorflow"], key=lambda v: tuple(int(p) for p in v.split(".")))
+    return matrix["tensorflow"][versions[-1] if tf_version == "latest" else tf_version]["latest_patch"]
+
+
+def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
+    """tensorflow-cpu and everything it needs (plus ipykernel), as wheels for each node Python."""
+    platforms = [arg for tag in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
+                                 "manylinux_2_28_x86_64", "linux_x86_64") for arg in ("--platform", tag)]
+    for python in pythons:
+        print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} ipykernel for Python {python}",
+              flush=True)
+        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                              "--python-version", python, "--implementation", "cp", *platforms,
+                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel"])
+        if rc:
+            return rc
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dest", type=Path, default=DEFAULT)
     parser.add_argument("--tf-version", default="latest")
     parser.add_argument("--only", nargs="+", default=["cuda-runtime", "cudnn", "cublas"], help="parts of wheel names")
+    parser.add_argument("--tensorflow", nargs="*", metavar="PYTHON", default=["3.11", "3.13"],
+                        help="also tensorflow-cpu and its dependencies for these Pythons (bookworm, trixie)")
     args = parser.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)
     requirements = pins(args.tf_version, tuple(args.only))
     print(f"wheelhouse {args.dest}: {' '.join(requirements)}", flush=True)
-    return subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                            "-d", str(args.dest), *requirements])
+    rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                          "-d", str(args.dest), *requirements])
+    return rc or download_tensorflow(args.dest, args.tf_version, args.tensorflow)
 
 
 if __name__ == "__main__":

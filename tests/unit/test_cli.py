@@ -43,14 +43,14 @@ def test_plan_list(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plan", "nope"], "unknown plan 'nope'; known plans: cluster, node, preflight"),
+        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, node, preflight"),
         (["run", "nope"], "unknown plan 'nope'"),
         (["run", "preflight", "-i", "no/such/inventory.yml"], "inventory no/such/inventory.yml does not exist"),
         (["run", "preflight", "-e", "novalue"], "expected key=value"),
         (["run", "preflight", "-e", "@/no/such/vars.yml"], "extra vars file /no/such/vars.yml does not exist"),
         (["run", "preflight", "-e", "{bad: [yaml"], "not valid YAML/JSON"),
         (["run", "preflight", "-e", "1abc=2"], "invalid variable name '1abc'"),
-        (["run", "cluster"], "needs playbooks this checkout does not have yet: gpu_node.yml"),
+        (["run", "cluster"], "needs playbooks this checkout does not have yet: cluster.yml, serving.yml"),
         (["up", "local", "--nodes", "2", "--roles", "chief"], "--roles names 1 roles for 2 nodes"),
     ],
 )
@@ -91,3 +91,12 @@ def test_run_against_an_empty_inventory_is_not_a_success(capsys, tmp_path, monke
     rc, out, _ = _run(capsys, "run", "preflight", "-i", str(inventory))
     assert rc == 3
     assert "no host matched" in out
+
+
+def test_plan_node_follows_the_imports_down_to_the_bench(capsys):
+    rc, out, _ = _run(capsys, "plan", "node")
+    assert rc == 0
+    plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
+    assert plays[0].startswith("- tfprov_nodes: Check that every node can be provisioned")
+    assert "[roles: tfprov.gpu.nvidia_driver]" in plays[1]
+    assert plays[-1].startswith("- tfprov_nodes: Measure TensorFlow on every node")

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""GPU check and matmul bench, run on a node inside its TensorFlow environment. Prints JSON.
+
+Lists the devices TensorFlow sees, then times N x N matmuls (warm-up, median of repeats) on the CPU and on
+each GPU: float32 everywhere, bfloat16 and float16 on GPUs. Reports GFLOP/s, the percent of the GPU's peak
+when its model is known (--peaks, from the compatibility matrix), and the same sizes in NumPy on the CPU, the
+yardstick for TensorFlow's CPU number. With --require-gpu, exits 3 when TensorFlow sees no GPU, saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+FLOAT_PEAK_KEYS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def gflops(n: int, seconds: float) -> float:
+    """An N x N by N x N matmul is 2 N^3 floating point operations."""
+    return 2.0 * n**3 / seconds / 1e9
+
+
+def percent_of_peak(measured_gflops: float, peak_tflops: float | None) -> float | None:
+    if not peak_tflops:
+        return None
+    return round(100.0 * measured_gflops / (peak_tflops * 1000.0), 1)
+
+
+def peak_for(peaks: dict, device_name: str, dtype: str, tf32: bool) -> tuple[str | None, float | None]:
+    """(peak name, TFLOP/s) of a GPU for a dtype; float32 matmuls run as TF32 where TensorFlow enables it."""
+    row = peaks.get(device_name) or {}
+    key = FLOAT_PEAK_KEYS[dtype]
+    if dtype == "float32" and tf32 and row.get("tf32"):
+        key = "tf32"
+    return (key, row.get(key)) if row.get(key) else (None, None)
+
+
+def time_median(run, repeats: int, warmup: int) -> float:
+    for _ in range(warmup):
+        run()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def numpy_gflops(n: int, repeats: int, warmup: int) -> float:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    return gflops(n, time_median(lambda: a @ b, repeats, warmup))
+
+
+def tf_matmul_seconds(tf, device: str, dtype: str, n: int, repeats: int, warmup: int) -> float:
+    with tf.device(device):
+        a = tf.random.uniform((n, n), dtype=tf.float32)
+        b = tf.random.uniform((n, n), dtype=tf.float32)
+        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+
+        @tf.function
+        def step():
+            # A scalar forces the matmul to finish (GPUs run asynchronously) at negligible cost (N^2 vs N^3).
+            return tf.reduce_sum(tf.cast(tf.linalg.matmul(a, b)[0, :1], tf.float32))
+
+        return time_median(lambda: step().numpy(), repeats, warmup)
+
+
+def diagnose_no_gpu(tf) -> str:
+    """Why TensorFlow sees no GPU, in the words a user can act on."""
+    if not tf.test.is_built_with_cuda():
+        return "this TensorFlow is a CPU build (install tensorflow[and-cuda] on GPU nodes)"
+    if not os.path.exists("/dev/nvidiactl"):
+        return "no NVIDIA driver is loaded (/dev/nvidiactl missing): install the driver or reboot"
+    return "TensorFlow is built with CUDA and the driver is loaded, but it found no GPU: check CUDA/cuDNN libraries"
+
+
+def run(args) -> dict:
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    peaks = json.loads(args.peaks) if args.peaks else {}
+    devices = [{"device": "/CPU:0", "kind": "CPU", "name": platform.processor() or platform.machine()}]
+    for index, gpu in enumerate(gpus):
+        details = tf.config.experimental.get_device_details(gpu)
+        devices.append({"device": f"/GPU:{index}", "kind": "GPU", "name": details.get("device_name", gpu.name),
+                        "compute_capability": ".".join(map(str, details.get("compute_capability", ())))})
+    report = {
+        "host": args.host or platform.node(),
+        "tensorflow": {"version": tf.__version__, "built_with_cuda": tf.test.is_built_with_cuda(),
+                       "gpus_visible": len(gpus), "tf32": tf32},
+        "devices": devices,
+        "results": [],
+        "numpy": [],
+        "problems": [],
+    }
+    if args.require_gpu and not gpus:
+        report["problems"].append("a GPU is required but TensorFlow sees none: " + diagnose_no_gpu(tf))
+        return report
+    raw = {}  # (device, n) -> unrounded GFLOP/s, for the CPU/NumPy ratio
+    for n in args.sizes:
+        raw[("numpy", n)] = numpy_gflops(n, args.repeats, args.warmup)
+        report["numpy"].append({"n": n, "gflops": round(raw[("numpy", n)], 1)})
+        for dev in devices:
+            dtypes = ["float32"] if dev["kind"] == "CPU" else ["float32", "bfloat16", "float16"]
+            for dtype in dtypes:
+                seconds = tf_matmul_seconds(tf, dev["device"], dtype, n, args.repeats, args.warmup)
+                measured = gflops(n, seconds)
+                raw[(dev["device"], n, dtype)] = measured
+                peak_key, peak = peak_for(peaks, dev["name"], dtype, tf32) if dev["kind"] == "GPU" else (None, None)
+                report["results"].append({
+                    "device": dev["device"], "name": dev["name"], "dtype": dtype, "n": n,
+                    "seconds": round(seconds, 6), "gflops": round(measured, 1),
+                    "peak": peak_key, "peak_tflops": peak, "percent_of_peak": percent_of_peak(measured, peak),
+                })
+    largest = max(args.sizes)
+    if raw.get(("numpy", largest)):
+        report["cpu_vs_numpy"] = round(raw[("/CPU:0", largest, "float32")] / raw[("numpy", largest)], 2)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--peaks", help='JSON: {"<GPU name>": {"fp32": TFLOP/s, "tf32": .., "bf16": .., "fp16": ..}}')
+    parser.add_argument("--require-gpu", action="store_true")
+    parser.add_argument("--host")
+    parser.add_argument("--out", help="write the JSON here too")
+    args = parser.parse_args(argv)
+    report = run(args)
+    text = json.dumps(report, indent=2)
+    if args.out:
+        with open(args.out, "w") as handle:
+            handle.write(text + "\n")
+    print(text)
+    return 3 if report["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""`tfprov run node` on one local container node: TensorFlow from PyPI (through the host's CA bundle), its
+verification, the bench table, JSON and PNG; a second run changes nothing."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ansible_collections.tfprov.gpu.plugins.module_utils.compat import load_matrix, resolve_stack
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+TFPROV = str(Path(sys.executable).parent / "tfprov")
+
+
+def tfprov(*args, runs_dir):
+    env = {**os.environ, "TFPROV_RUNS_DIR": str(runs_dir)}
+    started = time.monotonic()
+    proc = subprocess.run([TFPROV, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    return proc, time.monotonic() - started
+
+
+def latest_report(runs_dir):
+    return json.loads(sorted(Path(runs_dir).glob("*/report.json"))[-1].read_text())
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    proc, _ = tfprov("up", "local", "--nodes", "1", runs_dir=runs)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    yield runs
+    tfprov("down", "local", runs_dir=runs)
+
+
+def test_run_node_installs_tensorflow_and_ends_with_the_bench(node):
+    proc, seconds = tfprov("run", "node", "-i", "inventories/local.docker_containers.yml", runs_dir=node)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    report = latest_report(node)
+    bench = report["hosts"]["tfprov-local-1"]["data"]["bench"]
+    assert bench["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
+    assert bench["problems"] == []
+    assert {r["device"] for r in bench["results"]} == {"/CPU:0"}
+    assert "bench: matmul throughput" in proc.stdout
+    run_dir = Path(report["run_dir"])
+    assert (run_dir / "bench" / "tfprov-local-1.json").is_file()
+    assert (run_dir / "bench" / "throughput.png").read_bytes()[:4] == b"\x89PNG"
+    largest = max(r["n"] for r in bench["results"])
+    tf_gflops = next(r["gflops"] for r in bench["results"] if r["n"] == largest)
+    np_gflops = next(r["gflops"] for r in bench["numpy"] if r["n"] == largest)
+    print(f"\nrun node: {seconds:.0f} s; {largest}x{largest} float32 matmul: TensorFlow {tf_gflops} GFLOP/s, "
+          f"NumPy {np_gflops} GFLOP/s, ratio {bench['cpu_vs_numpy']}")
+
+
+def test_a_second_run_changes_nothing(node):
+    proc, seconds = tfprov("run", "node", runs_dir=node)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    host = latest_report(node)["hosts"]["tfprov-local-1"]
+    assert host["changed"] == 0, host
+    print(f"\nsecond run node: {seconds:.0f} s, changed={host['changed']}")

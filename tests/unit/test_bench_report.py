@@ -1,0 +1,43 @@
+"""The CLI's bench output: JSON per node, the table and the PNG, from a run report."""
+
+import json
+
+from rich.console import Console
+
+from tfprov import bench
+
+BENCH = {
+    "host": "n1",
+    "results": [
+        {"device": "/CPU:0", "name": "x86_64", "dtype": "float32", "n": 512, "gflops": 40.0,
+         "peak": None, "percent_of_peak": None},
+        {"device": "/CPU:0", "name": "x86_64", "dtype": "float32", "n": 1024, "gflops": 90.0,
+         "peak": None, "percent_of_peak": None},
+        {"device": "/GPU:0", "name": "Tesla T4", "dtype": "float16", "n": 1024, "gflops": 30000.0,
+         "peak": "fp16", "percent_of_peak": 46.2},
+    ],
+    "numpy": [{"n": 512, "gflops": 50.0}, {"n": 1024, "gflops": 100.0}],
+    "cpu_vs_numpy": 0.9,
+    "problems": [],
+}
+REPORT = {"hosts": {"n1": {"data": {"bench": BENCH}}, "n2": {"data": {"preflight": {}}}, "n3": {}}}
+
+
+def test_only_hosts_with_a_bench_are_results():
+    assert list(bench.results(REPORT)) == ["n1"]
+
+
+def test_table_shows_the_largest_size_with_numpy_beside_the_cpu():
+    console = Console(width=200, record=True)
+    console.print(bench.table(bench.results(REPORT)))
+    text = console.export_text()
+    assert "90.0" in text and "100.0" in text and "0.9" in text
+    assert "46.2% (fp16)" in text
+    assert "40.0" not in text  # smaller sizes stay in the JSON
+
+
+def test_json_and_png_are_written(tmp_path):
+    [path] = bench.write_json(bench.results(REPORT), tmp_path / "bench")
+    assert json.loads(path.read_text())["cpu_vs_numpy"] == 0.9
+    png = bench.plot(bench.results(REPORT), tmp_path / "bench" / "throughput.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
