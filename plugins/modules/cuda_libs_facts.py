@@ -17,6 +17,8 @@ description:
   - Changes nothing; safe in check mode.
 author:
   - tfprov maintainers
+extends_documentation_fragment:
+  - tfprov.gpu.read_only
 options:
   libraries:
     description: Which libraries to probe.
@@ -29,11 +31,6 @@ options:
     type: list
     elements: path
     default: []
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
 """
 
 EXAMPLES = r"""

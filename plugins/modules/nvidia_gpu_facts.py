@@ -19,6 +19,8 @@ description:
   - Changes nothing; safe in check mode.
 author:
   - tfprov maintainers
+extends_documentation_fragment:
+  - tfprov.gpu.read_only
 options:
   nvidia_smi:
     description: The nvidia-smi program; looked up on PATH (and C(/usr/bin)) when not given.
@@ -28,11 +30,8 @@ options:
     type: path
     default: /sys
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
   facts:
+    description: Sets facts.
     support: full
 """
 

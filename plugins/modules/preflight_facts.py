@@ -17,6 +17,8 @@ description:
   - Changes nothing; safe in check mode.
 author:
   - tfprov maintainers
+extends_documentation_fragment:
+  - tfprov.gpu.read_only
 options:
   disk_path:
     description:
@@ -28,11 +30,6 @@ options:
     description: Where sysfs is mounted (tests point it at a recorded tree).
     type: path
     default: /sys
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
 """
 
 EXAMPLES = r"""

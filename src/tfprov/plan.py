@@ -44,6 +44,9 @@ def resolve(name: str, root: Path, plans: dict[str, dict] | None = None) -> Plan
     return Plan(name=name, description=spec["description"], steps=steps)
 
 
+_ROLE_TASKS = ("ansible.builtin.include_role", "include_role", "ansible.builtin.import_role", "import_role")
+
+
 def describe_playbook(path: Path) -> list[str]:
     """One line per play, following import_playbook, as '<hosts>: <play name> [roles]'."""
     try:
@@ -57,6 +60,7 @@ def describe_playbook(path: Path) -> list[str]:
             lines += describe_playbook(path.parent / target)
             continue
         roles = [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
+        roles += [task[key]["name"] for task in play.get("tasks") or [] for key in _ROLE_TASKS if key in task]
         suffix = f"  [roles: {', '.join(roles)}]" if roles else ""
         lines.append(f"{play.get('hosts', '?')}: {play.get('name', 'unnamed play')}{suffix}")
     return lines

@@ -23,10 +23,11 @@ def test_unknown_plan():
 def test_describe_follows_imports(tmp_path):
     (tmp_path / "inner.yml").write_text("- name: Inner\n  hosts: tfprov_ps\n  roles: [{role: r1}, r2]\n")
     (tmp_path / "outer.yml").write_text(
-        "- ansible.builtin.import_playbook: inner.yml\n- name: Outer\n  hosts: all\n  tasks: []\n")
+        "- ansible.builtin.import_playbook: inner.yml\n- name: Outer\n  hosts: all\n  tasks:\n"
+        "    - ansible.builtin.include_role: {name: r3}\n      when: x\n    - ansible.builtin.debug: {}\n")
     assert plan.describe_playbook(tmp_path / "outer.yml") == [
         "tfprov_ps: Inner  [roles: r1, r2]",
-        "all: Outer",
+        "all: Outer  [roles: r3]",
     ]
 
 
