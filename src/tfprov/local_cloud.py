@@ -219,11 +219,21 @@ def local_nodes() -> list[dict]:
     return sorted(nodes, key=lambda n: int(n["labels"].get("tfprov.index", 0)))
 
 
-def _wait_systemd(name: str) -> str:
-    """systemd in the node has finished booting: 'running', or 'degraded' (a unit failed, the node works)."""
-    proc = subprocess.run(["docker", "exec", name, "timeout", "60", "systemctl", "is-system-running", "--wait"],
-                          capture_output=True, text=True)
-    return proc.stdout.strip() or proc.stderr.strip()
+def _wait_systemd(name: str, timeout: float = 90) -> str:
+    """systemd in the node has finished booting: 'running', or 'degraded' (a unit failed, the node works).
+
+    Right after `docker run` systemd may not have its bus yet ("Failed to connect to bus"): ask again.
+    """
+    deadline = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["docker", "exec", name, "timeout", "30", "systemctl", "is-system-running", "--wait"],
+                              capture_output=True, text=True)
+        state = proc.stdout.strip() or proc.stderr.strip()
+        if state in ("running", "degraded"):
+            return state
+        time.sleep(1)
+    return state
 
 
 def up(count: int, suite: str, console: Console, roles: list[str] | None = None) -> list[Node]:
