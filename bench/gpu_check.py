@@ -61,16 +61,16 @@ def numpy_gflops(n: int, repeats: int, warmup: int) -> float:
 
 def tf_matmul_seconds(tf, device: str, dtype: str, n: int, repeats: int, warmup: int) -> float:
     with tf.device(device):
-        a = tf.random.uniform((n, n), dtype=tf.float32)
-        b = tf.random.uniform((n, n), dtype=tf.float32)
-        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+        a = tf.cast(tf.random.uniform((n, n), dtype=tf.float32), dtype)
+        b = tf.cast(tf.random.uniform((n, n), dtype=tf.float32), dtype)
 
+        # Operands are arguments, not captured constants, so that graph optimisation cannot fold the matmul away.
         @tf.function
-        def step():
+        def step(x, y):
             # A scalar forces the matmul to finish (GPUs run asynchronously) at negligible cost (N^2 vs N^3).
-            return tf.reduce_sum(tf.cast(tf.linalg.matmul(a, b)[0, :1], tf.float32))
+            return tf.reduce_sum(tf.cast(tf.linalg.matmul(x, y)[0, :1], tf.float32))
 
-        return time_median(lambda: step().numpy(), repeats, warmup)
+        return time_median(lambda: step(a, b).numpy(), repeats, warmup)
 
 
 def diagnose_no_gpu(tf) -> str:
@@ -85,6 +85,9 @@ def diagnose_no_gpu(tf) -> str:
 def run(args) -> dict:
     import tensorflow as tf
 
+    # One op at a time: a single matmul gains nothing from inter-op threads, and on a small CPU they compete with
+    # the intra-op threads that do the work (NumPy's BLAS likewise uses one pool of one thread per core).
+    tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
     gpus = tf.config.list_physical_devices("GPU")
     tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
     peaks = json.loads(args.peaks) if args.peaks else {}
@@ -95,6 +98,8 @@ def run(args) -> dict:
                         "compute_capability": ".".join(map(str, details.get("compute_capability", ())))})
     report = {
         "host": args.host or platform.node(),
+        "settings": {"sizes": args.sizes, "repeats": args.repeats, "warmup": args.warmup,
+                     "inter_op_threads": args.inter_op_threads, "cpus": os.cpu_count()},
         "tensorflow": {"version": tf.__version__, "built_with_cuda": tf.test.is_built_with_cuda(),
                        "gpus_visible": len(gpus), "tf32": tf32},
         "devices": devices,
@@ -121,9 +126,10 @@ def run(args) -> dict:
                     "seconds": round(seconds, 6), "gflops": round(measured, 1),
                     "peak": peak_key, "peak_tflops": peak, "percent_of_peak": percent_of_peak(measured, peak),
                 })
-    largest = max(args.sizes)
-    if raw.get(("numpy", largest)):
-        report["cpu_vs_numpy"] = round(raw[("/CPU:0", largest, "float32")] / raw[("numpy", largest)], 2)
+    ratios = {n: round(raw[("/CPU:0", n, "float32")] / raw[("numpy", n)], 2) for n in args.sizes if raw.get(("numpy", n))}
+    if ratios:
+        report["cpu_vs_numpy_by_size"] = ratios
+        report["cpu_vs_numpy"] = ratios[max(args.sizes)]
     return report
 
 
@@ -133,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--peaks", help='JSON: {"<GPU name>": {"fp32": TFLOP/s, "tf32": .., "bf16": .., "fp16": ..}}')
+    parser.add_argument("--inter-op-threads", type=int, default=1, help="TensorFlow inter-op threads (0 = its default)")
     parser.add_argument("--require-gpu", action="store_true")
     parser.add_argument("--host")
     parser.add_argument("--out", help="write the JSON here too")

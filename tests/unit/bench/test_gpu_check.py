@@ -49,6 +49,7 @@ def fake_tensorflow(monkeypatch, gpus=(), built_with_cuda=False):
     tf = types.ModuleType("tensorflow")
     tf.__version__ = "2.21.0"
     tf.config = types.SimpleNamespace(
+        threading=types.SimpleNamespace(set_inter_op_parallelism_threads=lambda n: None),
         list_physical_devices=lambda kind: list(gpus),
         experimental=types.SimpleNamespace(tensor_float_32_execution_enabled=lambda: True,
                                            get_device_details=lambda gpu: {"device_name": "Tesla T4",
@@ -84,4 +85,4 @@ def test_report_shape_with_stubbed_timings(monkeypatch, tmp_path):
     assert set(gpu_rows) == {"float32", "bfloat16", "float16"}
     assert gpu_rows["float32"]["peak"] == "fp32" and gpu_rows["float32"]["percent_of_peak"] == pytest.approx(2.7, 0.1)
     assert gpu_rows["bfloat16"]["percent_of_peak"] is None
-    assert report["cpu_vs_numpy"] == 0.8
+    assert report["cpu_vs_numpy"] == 0.8 and report["cpu_vs_numpy_by_size"] == {"1024": 0.8}
