@@ -126,7 +126,8 @@ def run(args) -> dict:
                     "seconds": round(seconds, 6), "gflops": round(measured, 1),
                     "peak": peak_key, "peak_tflops": peak, "percent_of_peak": percent_of_peak(measured, peak),
                 })
-    ratios = {n: round(raw[("/CPU:0", n, "float32")] / raw[("numpy", n)], 2) for n in args.sizes if raw.get(("numpy", n))}
+    ratios = {n: round(raw[("/CPU:0", n, "float32")] / raw[("numpy", n)], 2)
+              for n in args.sizes if raw.get(("numpy", n))}
     if ratios:
         report["cpu_vs_numpy_by_size"] = ratios
         report["cpu_vs_numpy"] = ratios[max(args.sizes)]
