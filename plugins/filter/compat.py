@@ -80,6 +80,13 @@ def pip_requirements(packages, only=None, exclude=None):
     return result
 
 
+def pip_args(ca_bundle=None, find_links=None, no_index=False):
+    """pip options for TLS-inspecting proxies (--cert) and offline wheelhouses (--find-links, --no-index)."""
+    args = ["--cert", ca_bundle] if ca_bundle else []
+    args += ["--find-links", find_links] if find_links else []
+    return args + (["--no-index"] if str(no_index).lower() in ("true", "yes", "1") else [])
+
+
 def pinned_version(spec):
     return compat.pinned_version(spec)
 
@@ -92,6 +99,7 @@ class FilterModule(object):
             "cloud_gpu": cloud_gpu,
             "cuda_min_driver": cuda_min_driver,
             "pip_requirements": pip_requirements,
+            "pip_args": pip_args,
             "pinned_version": pinned_version,
             "matrix_section": matrix_section,
             "gpu_peaks": gpu_peaks,
