@@ -29,18 +29,23 @@ def write_json(benches: dict[str, dict], directory: Path) -> list[Path]:
     return paths
 
 
+def table_rows(bench: dict) -> list[dict]:
+    """CPU rows at every size (NumPy is compared per size there); GPU rows at the largest size only."""
+    largest = largest_rows(bench)
+    return [r for r in bench["results"] if r["device"] == "/CPU:0"] + [r for r in largest if r["device"] != "/CPU:0"]
+
+
 def table(benches: dict[str, dict]) -> Table:
-    out = Table(title="bench: matmul throughput at the largest size", title_justify="left")
+    out = Table(title="bench: matmul throughput (CPU at every size, GPUs at the largest)", title_justify="left")
     for column in ("host", "device", "dtype", "N", "GFLOP/s", "% of peak", "NumPy GFLOP/s", "TF/NumPy"):
         out.add_column(column, justify="right" if column not in ("host", "device", "dtype") else "left")
     for host, bench in sorted(benches.items()):
         numpy = {r["n"]: r["gflops"] for r in bench.get("numpy", [])}
-        for row in largest_rows(bench):
-            cpu = row["device"] == "/CPU:0"
+        for row in table_rows(bench):
+            versus = numpy.get(row["n"]) if row["device"] == "/CPU:0" else None
             peak = f"{row['percent_of_peak']}% ({row['peak']})" if row.get("percent_of_peak") is not None else "-"
             out.add_row(host, f"{row['device']} {row['name']}", row["dtype"], str(row["n"]), f"{row['gflops']:.1f}",
-                        peak, f"{numpy.get(row['n'], 0):.1f}" if cpu else "",
-                        f"{bench.get('cpu_vs_numpy', '')}" if cpu else "")
+                        peak, f"{versus:.1f}" if versus else "", f"{row['gflops'] / versus:.2f}" if versus else "")
         for problem in bench.get("problems", []):
             out.add_row(host, f"[red]{problem}[/red]", "", "", "", "", "", "")
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from rich.console import Console
@@ -170,7 +171,8 @@ COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "d
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    out = Console(soft_wrap=True)
+    # Logs (CI, pipes) get 120 columns rather than Rich's 80, so host names and headings are not cut.
+    out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
     try:
         return COMMANDS[args.command](args, out)
     except TfprovError as exc:

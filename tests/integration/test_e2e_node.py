@@ -52,7 +52,7 @@ def test_run_node_installs_tensorflow_and_ends_with_the_bench(node):
     tf_gflops = next(r["gflops"] for r in bench["results"] if r["n"] == largest)
     np_gflops = next(r["gflops"] for r in bench["numpy"] if r["n"] == largest)
     print(f"\nrun node: {seconds:.0f} s; {largest}x{largest} float32 matmul: TensorFlow {tf_gflops} GFLOP/s, "
-          f"NumPy {np_gflops} GFLOP/s, ratio {bench['cpu_vs_numpy']}")
+          f"NumPy {np_gflops} GFLOP/s; TF/NumPy by size {bench['cpu_vs_numpy_by_size']}")
 
 
 def test_a_second_run_changes_nothing(node):

@@ -27,13 +27,22 @@ def test_only_hosts_with_a_bench_are_results():
     assert list(bench.results(REPORT)) == ["n1"]
 
 
-def test_table_shows_the_largest_size_with_numpy_beside_the_cpu():
+def test_table_compares_the_cpu_with_numpy_at_every_size_and_shows_gpus_at_the_largest():
     console = Console(width=200, record=True)
     console.print(bench.table(bench.results(REPORT)))
-    text = console.export_text()
-    assert "90.0" in text and "100.0" in text and "0.9" in text
-    assert "46.2% (fp16)" in text
-    assert "40.0" not in text  # smaller sizes stay in the JSON
+    lines = console.export_text().splitlines()
+    cpu = [line.split("│") for line in lines if "/CPU:0" in line]
+    assert [[cell.strip() for cell in row[4:9]] for row in cpu] == [
+        ["512", "40.0", "-", "50.0", "0.80"], ["1024", "90.0", "-", "100.0", "0.90"]]
+    [gpu] = [line for line in lines if "/GPU:0" in line]
+    assert "46.2% (fp16)" in gpu and "30000.0" in gpu
+
+
+def test_gpu_rows_below_the_largest_size_stay_in_the_json():
+    small_gpu = {"device": "/GPU:0", "name": "Tesla T4", "dtype": "float16", "n": 512, "gflops": 9000.0,
+                 "peak": "fp16", "percent_of_peak": 13.8}
+    rows = bench.table_rows({**BENCH, "results": [*BENCH["results"], small_gpu]})
+    assert small_gpu not in rows and len(rows) == 3
 
 
 def test_json_and_png_are_written(tmp_path):
