@@ -41,11 +41,13 @@ def table(benches: dict[str, dict]) -> Table:
         out.add_column(column, justify="right" if column not in ("host", "device", "dtype") else "left")
     for host, bench in sorted(benches.items()):
         numpy = {r["n"]: r["gflops"] for r in bench.get("numpy", [])}
+        ratios = {int(n): ratio for n, ratio in bench.get("cpu_vs_numpy_by_size", {}).items()}  # JSON keys: str
         for row in table_rows(bench):
-            versus = numpy.get(row["n"]) if row["device"] == "/CPU:0" else None
+            cpu = row["device"] == "/CPU:0"
             peak = f"{row['percent_of_peak']}% ({row['peak']})" if row.get("percent_of_peak") is not None else "-"
             out.add_row(host, f"{row['device']} {row['name']}", row["dtype"], str(row["n"]), f"{row['gflops']:.1f}",
-                        peak, f"{versus:.1f}" if versus else "", f"{row['gflops'] / versus:.2f}" if versus else "")
+                        peak, f"{numpy[row['n']]:.1f}" if cpu and row["n"] in numpy else "",
+                        f"{ratios[row['n']]:.2f}" if cpu and row["n"] in ratios else "")
         for problem in bench.get("problems", []):
             out.add_row(host, f"[red]{problem}[/red]", "", "", "", "", "", "")
     return out

@@ -17,6 +17,7 @@ BENCH = {
          "peak": "fp16", "percent_of_peak": 46.2},
     ],
     "numpy": [{"n": 512, "gflops": 50.0}, {"n": 1024, "gflops": 100.0}],
+    "cpu_vs_numpy_by_size": {"512": 0.8, "1024": 0.9},  # string keys, as they come back from JSON
     "cpu_vs_numpy": 0.9,
     "problems": [],
 }
