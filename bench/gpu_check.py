@@ -5,6 +5,9 @@ Lists the devices TensorFlow sees, then times N x N matmuls (warm-up, median of 
 each GPU: float32 everywhere, bfloat16 and float16 on GPUs. Reports GFLOP/s, the percent of the GPU's peak
 when its model is known (--peaks, from the compatibility matrix), and the same sizes in NumPy on the CPU, the
 yardstick for TensorFlow's CPU number. With --require-gpu, exits 3 when TensorFlow sees no GPU, saying why.
+
+With --quick (the check that ends `tfprov run node`): one small float32 matmul per device, compared with
+NumPy's, in a few seconds; a device that fails or computes wrong is a problem (exit 3). No sweep, no NumPy timing.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 import time
 
 FLOAT_PEAK_KEYS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+# --quick: the largest relative difference from NumPy a device may show (TF32 on Ampere and later: about 1e-3).
+QUICK_TOLERANCE = 1e-2
 
 
 def gflops(n: int, seconds: float) -> float:
@@ -82,6 +87,51 @@ def diagnose_no_gpu(tf) -> str:
     return "TensorFlow is built with CUDA and the driver is loaded, but it found no GPU: check CUDA/cuDNN libraries"
 
 
+def quick_matmul(tf, device: str, n: int) -> dict:
+    """One N x N float32 matmul on a device, checked against NumPy's: the device computes, and computes right."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    expected = a @ b
+    with tf.device(device):
+        x, y = tf.constant(a), tf.constant(b)
+        tf.linalg.matmul(x, y).numpy()  # the first call pays for kernel and library loading
+        start = time.perf_counter()
+        product = tf.linalg.matmul(x, y)
+        got = product.numpy()
+        seconds = time.perf_counter() - start
+    placed = product.device.rsplit("device:", 1)[-1]  # /job:localhost/replica:0/task:0/device:GPU:0 -> GPU:0
+    # Relative to the largest entry, so one tolerance fits every N.
+    error = float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-30))
+    return {"seconds": seconds, "relative_error": error, "ran_on": placed}
+
+
+def quick_rows(tf, devices: list[dict], n: int) -> tuple[list[dict], list[str]]:
+    rows, problems = [], []
+    for dev in devices:
+        row = {"device": dev["device"], "name": dev["name"], "dtype": "float32", "n": n,
+               "peak": None, "peak_tflops": None, "percent_of_peak": None}
+        try:
+            measured = quick_matmul(tf, dev["device"], n)
+        except Exception as error:  # noqa: BLE001 - any failure of the device is the finding
+            row.update(ok=False, error=f"{type(error).__name__}: {error}".splitlines()[0])
+            problems.append(f"a {n}x{n} matmul on {dev['device']} ({dev['name']}) failed: {row['error']}")
+        else:
+            row.update(seconds=round(measured["seconds"], 6), gflops=round(gflops(n, measured["seconds"]), 1),
+                       relative_error=measured["relative_error"], ran_on=measured["ran_on"])
+            wrong_device = measured["ran_on"].upper() != dev["device"].strip("/").upper()
+            if wrong_device:
+                problems.append(f"a {n}x{n} matmul meant for {dev['device']} ({dev['name']}) ran on "
+                                f"{measured['ran_on']}")
+            if measured["relative_error"] > QUICK_TOLERANCE:
+                problems.append(f"a {n}x{n} matmul on {dev['device']} ({dev['name']}) differs from NumPy's by "
+                                f"{measured['relative_error']:.2g} (relative, more than {QUICK_TOLERANCE})")
+            row["ok"] = not wrong_device and measured["relative_error"] <= QUICK_TOLERANCE
+        rows.append(row)
+    return rows, problems
+
+
 def run(args) -> dict:
     import tensorflow as tf
 
@@ -90,6 +140,7 @@ def run(args) -> dict:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
     gpus = tf.config.list_physical_devices("GPU")
     tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    build = tf.sysconfig.get_build_info()
     peaks = json.loads(args.peaks) if args.peaks else {}
     devices = [{"device": "/CPU:0", "kind": "CPU", "name": platform.processor() or platform.machine()}]
     for index, gpu in enumerate(gpus):
@@ -98,9 +149,11 @@ def run(args) -> dict:
                         "compute_capability": ".".join(map(str, details.get("compute_capability", ())))})
     report = {
         "host": args.host or platform.node(),
-        "settings": {"sizes": args.sizes, "repeats": args.repeats, "warmup": args.warmup,
-                     "inter_op_threads": args.inter_op_threads, "cpus": os.cpu_count()},
+        "mode": "quick" if args.quick else "sweep",
+        "settings": {"sizes": [args.quick_size] if args.quick else args.sizes, "repeats": args.repeats,
+                     "warmup": args.warmup, "inter_op_threads": args.inter_op_threads, "cpus": os.cpu_count()},
         "tensorflow": {"version": tf.__version__, "built_with_cuda": tf.test.is_built_with_cuda(),
+                       "cuda_build": build.get("cuda_version"), "cudnn_build": build.get("cudnn_version"),
                        "gpus_visible": len(gpus), "tf32": tf32},
         "devices": devices,
         "results": [],
@@ -109,6 +162,9 @@ def run(args) -> dict:
     }
     if args.require_gpu and not gpus:
         report["problems"].append("a GPU is required but TensorFlow sees none: " + diagnose_no_gpu(tf))
+        return report
+    if args.quick:
+        report["results"], report["problems"] = quick_rows(tf, devices, args.quick_size)
         return report
     raw = {}  # (device, n) -> unrounded GFLOP/s, for the CPU/NumPy ratio
     for n in args.sizes:
@@ -142,11 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peaks", help='JSON: {"<GPU name>": {"fp32": TFLOP/s, "tf32": .., "bf16": .., "fp16": ..}}')
     parser.add_argument("--inter-op-threads", type=int, default=1, help="TensorFlow inter-op threads (0 = its default)")
     parser.add_argument("--require-gpu", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="one small matmul per device, checked; no sweep")
+    parser.add_argument("--quick-size", type=int, default=512, help="N of the --quick matmul")
     parser.add_argument("--host")
     parser.add_argument("--out", help="write the JSON here too")
     args = parser.parse_args(argv)
     report = run(args)
-    text = json.dumps(report, indent=2)
+    # --quick: one line, so that a playbook finds it after any log lines a terminal mixes into stdout.
+    text = json.dumps(report) if args.quick else json.dumps(report, indent=2)
     if args.out:
         with open(args.out, "w") as handle:
             handle.write(text + "\n")

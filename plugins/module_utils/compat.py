@@ -127,24 +127,91 @@ def _check_driver(matrix, key, cuda, driver):
                       % (key, cuda, needed, driver, major(needed), hint))
 
 
-def _check_gpus(matrix, key, row, gpus):
+def architecture(matrix, compute_capability):
+    """(key, row) of the GPU architecture of a compute capability: the one with the highest listed capability
+    at or below it (6.2 is Pascal, 12.1 Blackwell); None when it is older than every listed one or unknown."""
+    if not compute_capability:
+        return None
+    best = None
+    for key, row in (matrix.get("gpu_architectures") or {}).items():
+        for cc in row.get("compute_capabilities") or []:
+            if version_tuple(cc) <= version_tuple(compute_capability) and (
+                    best is None or version_tuple(cc) > version_tuple(best[0])):
+                best = (cc, key, row)
+    return (best[1], best[2]) if best else None
+
+
+def describe_gpu(matrix, gpu):
+    """{name, compute_capability, architecture, last_driver_branch} of an nvidia_gpu_facts GPU (from nvidia-smi
+    or the PCI bus); the matrix fills what the GPU did not report. compute_capability is None when unknown."""
+    known = gpu_model(matrix, gpu.get("name"), gpu.get("device_id"))
+    cc = gpu.get("compute_capability") or (known and known.get("compute_capability")) or None
+    name = gpu.get("name") or (known and known["names"][0]) or "GPU %s" % (gpu.get("device_id") or "?")
+    arch = architecture(matrix, cc)
+    return {
+        "name": name,
+        "compute_capability": cc,
+        "architecture": arch[1].get("name", arch[0]) if arch else None,
+        "last_driver_branch": arch[1].get("last_driver_branch") if arch else None,
+    }
+
+
+def oldest_gpu(matrix, gpus):
+    """(the described GPU of lowest compute capability or None, names of GPUs whose generation is unknown)."""
+    described = [describe_gpu(matrix, gpu) for gpu in gpus or []]
+    known = [g for g in described if g["compute_capability"]]
+    unknown = [g["name"] for g in described if not g["compute_capability"]]
+    oldest = min(known, key=lambda g: version_tuple(g["compute_capability"])) if known else None
+    return oldest, unknown
+
+
+def cap_branch(branch, last_branch):
+    """The driver branch, lowered to the last one a GPU generation can run (None = no limit)."""
+    if last_branch and version_tuple(branch) > version_tuple(last_branch):
+        return str(last_branch)
+    return str(branch)
+
+
+def recommended_branch(matrix, cuda_version, last_branch=None):
+    """tfprov's branch for a CUDA major, capped to what the oldest GPU can run."""
+    branch = (matrix.get("recommended_driver_branch") or {}).get(major(cuda_version)) or major(
+        min_driver(matrix, cuda_version))
+    return cap_branch(branch, last_branch)
+
+
+def gpu_runs(matrix, row, gpu):
+    """None when this described GPU can run the TensorFlow row, else the reason (a phrase)."""
     floor = min_compute_capability(matrix, row)
-    if not floor:
+    if floor and version_tuple(gpu["compute_capability"]) < version_tuple(floor):
+        return "needs %s" % floor
+    needed = major(min_driver(matrix, row["cuda"]))
+    last = gpu.get("last_driver_branch")
+    if last and version_tuple(last) < version_tuple(needed):
+        return "CUDA %s needs driver branch >= %s; the last for %s is %s" % (row["cuda"], needed,
+                                                                           gpu["architecture"], last)
+    return None
+
+
+def check_gpu(matrix, key, row, gpu):
+    """Refuse a GPU too old for the TensorFlow, whatever its driver; name what it can run instead."""
+    reason = gpu_runs(matrix, row, gpu)
+    if not reason:
         return
-    for gpu in gpus or []:
-        cc = gpu.get("compute_capability")
-        name = gpu.get("name") or gpu.get("device_id") or "GPU"
-        if not cc:
-            known = gpu_model(matrix, gpu.get("name"), gpu.get("device_id"))
-            cc = known and known["compute_capability"]
-            name = gpu.get("name") or (known and known["names"][0]) or name
-        if not cc or version_tuple(cc) >= version_tuple(floor):
-            continue
-        newest = _newest_tf(matrix, lambda r, cc=cc: version_tuple(cc) >= version_tuple(
-            min_compute_capability(matrix, r) or 99))
-        hint = "newest TensorFlow for it: %s" % newest if newest else "no TensorFlow in the matrix supports it"
-        raise CompatError("%s (compute capability %s) is too old for TensorFlow %s, which needs >= %s; %s"
-                          % (name, cc, key, floor, hint))
+    newest = _newest_tf(matrix, lambda r: gpu_runs(matrix, r, gpu) is None)
+    hint = ("newest for it: TensorFlow %s with driver branch %s"
+            % (newest, recommended_branch(matrix, matrix["tensorflow"][newest]["cuda"], gpu["last_driver_branch"]))
+            if newest else "no TensorFlow in the matrix runs on it")
+    raise CompatError("%s (compute capability %s, %s) cannot run TensorFlow %s (%s); %s"
+                      % (gpu["name"], gpu["compute_capability"], gpu["architecture"] or "unknown architecture",
+                         key, reason, hint))
+
+
+def distribution(matrix, name, version):
+    """(row of the distribution, row of its version or None); (None, None) when the matrix does not know it."""
+    rows = (matrix.get("distributions") or {}).get(name)
+    if rows is None:
+        return None, None
+    return rows, rows.get(str(version))
 
 
 def resolve_stack(matrix, tf_version=None, cuda=None, cudnn=None, driver=None, gpus=None, python=None):
@@ -165,9 +232,11 @@ def resolve_stack(matrix, tf_version=None, cuda=None, cudnn=None, driver=None, g
     if cudnn_row and major(cuda) not in [str(m) for m in cudnn_row["cuda_majors"]]:
         raise CompatError("cuDNN %s has no build for CUDA %s (it has for CUDA %s)"
                           % (cudnn, major(cuda), ", ".join(str(m) for m in cudnn_row["cuda_majors"])))
+    oldest, _unknown = oldest_gpu(matrix, gpus)
+    if oldest:
+        check_gpu(matrix, key, row, oldest)
     if driver:
         _check_driver(matrix, key, cuda, driver)
-    _check_gpus(matrix, key, row, gpus)
     py = row.get("python") or {}
     if python and py and not (version_tuple(py["min"]) <= version_tuple(_major_minor(python))
                               <= version_tuple(py["max"])):
@@ -179,8 +248,7 @@ def resolve_stack(matrix, tf_version=None, cuda=None, cudnn=None, driver=None, g
         "cuda": cuda,
         "cudnn": cudnn,
         "min_driver": min_driver(matrix, cuda),
-        "recommended_driver_branch": (matrix.get("recommended_driver_branch") or {}).get(major(cuda))
-        or major(min_driver(matrix, cuda)),
+        "recommended_driver_branch": recommended_branch(matrix, cuda, oldest and oldest["last_driver_branch"]),
         "python_min": py.get("min"),
         "python_max": py.get("max"),
         "min_compute_capability": min_compute_capability(matrix, row),

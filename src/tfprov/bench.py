@@ -1,4 +1,5 @@
-"""Bench results from a run's report: one JSON per node, a table, and a throughput plot (PNG)."""
+"""Bench results from a run's report: one JSON per node, a table, and a throughput plot (PNG); and the quick GPU
+check that ends `tfprov run node` (playbooks/gpu_check.yml), as a table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,30 @@ def results(report: dict) -> dict[str, dict]:
     """{host: bench JSON} for the hosts whose bench ran in this run."""
     return {host: data["data"]["bench"] for host, data in report["hosts"].items()
             if "bench" in (data.get("data") or {})}
+
+
+def checks(report: dict) -> dict[str, dict]:
+    """{host: quick GPU check JSON} for the hosts whose check ran in this run."""
+    return {host: data["data"]["gpu_check"] for host, data in report["hosts"].items()
+            if "gpu_check" in (data.get("data") or {})}
+
+
+def check_table(found: dict[str, dict]) -> Table:
+    """One row per device: what TensorFlow ran there, how fast, and how close to NumPy's product."""
+    out = Table(title="GPU check: one matmul per device TensorFlow sees (the full sweep: tfprov bench)",
+                title_justify="left")
+    for column in ("host", "TensorFlow", "device", "N", "GFLOP/s", "vs NumPy", "result"):
+        out.add_column(column, justify="right" if column in ("N", "GFLOP/s", "vs NumPy") else "left")
+    for host, check in sorted(found.items()):
+        version = check.get("tensorflow", {}).get("version", "?")
+        for row in check.get("results", []):
+            measured = f"{row['gflops']:.1f}" if "gflops" in row else "-"
+            error = f"{row['relative_error']:.1e}" if "relative_error" in row else "-"
+            result = "[green]ok[/green]" if row.get("ok") else f"[red]{row.get('error', 'wrong')}[/red]"
+            out.add_row(host, version, f"{row['device']} {row['name']}", str(row["n"]), measured, error, result)
+        for problem in check.get("problems", []):
+            out.add_row(host, version, f"[red]{problem}[/red]", "", "", "", "")
+    return out
 
 
 def largest_rows(bench: dict) -> list[dict]:

@@ -1,4 +1,5 @@
-"""tfprov: plan -> ansible-runner -> report. Every user error ends in one line and a non-zero exit."""
+"""tfprov: plan -> ansible-runner -> report. Every error ends in one line and a distinct exit code (below);
+an unexpected one also leaves its traceback in .tfprov/logs/."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, bench, extravars, local_cloud
+from . import __version__, bench, crashlog, extravars
 from . import plan as plan_mod
-from .errors import TfprovError
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
+from .local import engine as local_engine
+from .local import images as local_images
+from .local import nodes as local_nodes
 from .progress import Progress
 from .project import project_root
+from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
 from .runner import RunOptions, run_plan
 
 DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
+SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
 
 
@@ -30,8 +36,27 @@ def _positive(value: str) -> int:
     return number
 
 
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return number
+
+
+_RUN_EPILOG = f"""\
+Each run gets its own directory, .tfprov/runs/<UTC stamp>-<plan>[-N] (TFPROV_RUNS_DIR moves them): ansible-runner's
+artifacts per step (stdout, job_events/) and report.json. Extra vars are never written there in clear. Only the newest
+{DEFAULT_KEEP_RUNS} run directories are kept (--keep-runs or {KEEP_RUNS_ENV}; 0 keeps all).
+
+{exit_codes_text()}"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tfprov", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tfprov", description=__doc__, epilog=exit_codes_text(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tfprov {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -39,9 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="plan name (tfprov plan --list)", nargs="?")
     p.add_argument("--list", action="store_true", help="list the plans")
 
-    r = sub.add_parser("run", help="run a plan's playbooks through ansible-runner and write a report")
+    r = sub.add_parser("run", help="run a plan's playbooks through ansible-runner and write a report",
+                       description="Run a plan's playbooks in order through ansible-runner and write a report.",
+                       epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("name", help="plan name, e.g. preflight")
-    b = sub.add_parser("bench", help="run the GPU check and matmul bench on every node (the plan 'bench')")
+    b = sub.add_parser("bench", help="run the GPU check and matmul bench on every node (the plan 'bench')",
+                       epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     b.set_defaults(name="bench")
     for p in (r, b):
         p.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
@@ -51,19 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
                        help="key=value pairs, a YAML/JSON mapping, or @file (repeatable)")
         p.add_argument("-f", "--forks", type=_positive, help="hosts worked on in parallel")
+        p.add_argument("--keep-runs", type=_count, metavar="N",
+                       help=f"keep the newest N run directories, this one included (default ${KEEP_RUNS_ENV} "
+                            f"or {DEFAULT_KEEP_RUNS}; 0 keeps all)")
 
     for verb, text in (("up", "start the local cloud's node containers"), ("down", "remove them")):
         u = sub.add_parser(verb, help=text)
         u.add_argument("target", choices=["local"], help="only 'local' (container nodes) for now")
         if verb == "up":
             u.add_argument("-n", "--nodes", type=_positive, default=3, help="how many nodes (default 3)")
-            u.add_argument("--suite", choices=local_cloud.SUITES, default="bookworm", help="Debian suite")
+            u.add_argument("--suite", choices=local_images.SUITES, default="bookworm", help="Debian suite")
             u.add_argument("--roles", help="comma-separated node roles, e.g. chief,worker,ps")
 
     e = sub.add_parser("engine", help="make sure a Docker engine with host-only networking runs")
     e.set_defaults(target=None)
     i = sub.add_parser("images", help="build the node images (cached)")
-    i.add_argument("--suite", action="append", choices=local_cloud.SUITES, help="default: all suites")
+    i.add_argument("--suite", action="append", choices=local_images.SUITES, help="default: all suites")
     i.add_argument("--rebuild", action="store_true", help="build even if the image exists")
     return parser
 
@@ -105,7 +136,7 @@ def cmd_run(args, out: Console) -> int:
     root = project_root()
     plan = plan_mod.resolve(args.name, root)
     options = RunOptions(inventory=args.inventory, limit=args.limit, check=args.check,
-                         extravars=extravars.parse(args.extra_vars), forks=args.forks)
+                         extravars=extravars.parse(args.extra_vars), forks=args.forks, keep_runs=args.keep_runs)
     report, run_dir = run_plan(plan, root, options, Progress())
     out.print(summary_table(report))
     if report["plays"]:
@@ -121,6 +152,12 @@ def cmd_run(args, out: Console) -> int:
         out.print(f"[red]no host matched[/red] in {report['inventory']}"
                   f"{' with --limit ' + report['limit'] if report['limit'] else ''}: "
                   "is the local cloud up (tfprov up local)?", highlight=False)
+    if report["status"] in ("bad input", "error"):
+        # ansible-playbook stopped before (or outside) any host's task: its first error is the one line.
+        errors = [line for step in report["steps"] for line in step.get("errors", [])]
+        first = next((line for line in errors if "ERROR" in line), errors[0] if errors else "see its stdout")
+        print(f"tfprov: error: ansible-playbook stopped: {first} ({report['steps'][-1]['artifacts']}/stdout)",
+              file=sys.stderr)
     benches = bench.results(report)
     if benches:
         out.print(bench.table(benches))
@@ -133,35 +170,36 @@ def cmd_run(args, out: Console) -> int:
 
 def cmd_up(args, out: Console) -> int:
     roles = args.roles.split(",") if args.roles else None
-    nodes = local_cloud.up(args.nodes, args.suite, out, roles)
+    nodes = local_nodes.up(args.nodes, args.suite, out, roles)
     table = Table(title=f"local cloud: {len(nodes)} node(s)", title_justify="left")
-    for column in ("node", "role", "suite", "tf port", "serving grpc", "serving rest"):
+    for column in ("node", "role", "suite", "ssh 127.0.0.1:", "tf port", "serving grpc", "serving rest"):
         table.add_column(column)
     for node in nodes:
         ports = node.ports
-        table.add_row(node.name, node.role, node.suite, str(ports["tf_port"]),
+        table.add_row(node.name, node.role, node.suite, str(ports["ssh_port"]), str(ports["tf_port"]),
                       str(ports["serving_grpc_port"]), str(ports["serving_rest_port"]))
     out.print(table)
-    out.print(f"inventory: {DEFAULT_INVENTORY}", highlight=False)
+    out.print(f"inventory: {DEFAULT_INVENTORY} (Docker API, as root)", highlight=False)
+    out.print(f"inventory: {SSH_INVENTORY} (SSH as {local_nodes.ssh.LOGIN_USER}, sudo)", highlight=False)
     return 0
 
 
 def cmd_down(args, out: Console) -> int:
-    count = local_cloud.down(out)
+    count = local_nodes.down(out)
     out.print(f"local cloud: {count} node(s) removed", highlight=False)
     return 0
 
 
 def cmd_engine(args, out: Console) -> int:
-    local_cloud.ensure_engine(out)
+    local_engine.ensure_engine(out)
     out.print("Docker engine: running", highlight=False)
     return 0
 
 
 def cmd_images(args, out: Console) -> int:
-    local_cloud.ensure_engine(out)
-    for suite in args.suite or local_cloud.SUITES:
-        local_cloud.build_image(suite, out, rebuild=args.rebuild)
+    local_engine.ensure_engine(out)
+    for suite in args.suite or local_images.SUITES:
+        local_images.build_image(suite, out, rebuild=args.rebuild)
     return 0
 
 
@@ -170,17 +208,30 @@ COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "d
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    # Logs (CI, pipes) get 120 columns rather than Rich's 80, so host names and headings are not cut.
-    out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
+    """Exit codes: errors.EXIT_CODES. Nothing but a one-line message reaches stderr, whatever goes wrong."""
+    args = None
     try:
+        args = build_parser().parse_args(argv)
+        # Logs (CI, pipes) get 120 columns rather than Rich's 80, so host names and headings are not cut.
+        out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
         return COMMANDS[args.command](args, out)
     except TfprovError as exc:
-        print(f"tfprov: error: {exc}", file=sys.stderr)
+        print(f"tfprov: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("tfprov: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: one line for the user, the traceback for the bug report
+        return _internal_error(exc, getattr(args, "command", None))
+
+
+def _internal_error(exc: Exception, command: str | None) -> int:
+    try:
+        where = f"traceback in {crashlog.write(exc, command)}"
+    except Exception as log_exc:  # the log itself failed: still one line
+        where = f"no traceback written: {crashlog.one_line(log_exc)}"
+    print(f"tfprov: internal error: {crashlog.one_line(exc)} ({where})", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -29,6 +29,15 @@ class Plan:
     def missing(self) -> list[Step]:
         return [s for s in self.steps if not s.exists]
 
+    def check(self) -> None:
+        """Refuse, in one line, a plan whose playbooks are missing or import what is missing or cyclic."""
+        missing = self.missing()
+        if missing:
+            names = ", ".join(s.playbook.name for s in missing)
+            raise TfprovError(f"plan '{self.name}' needs playbooks this checkout does not have yet: {names}")
+        for step in self.steps:
+            describe_playbook(step.playbook)
+
 
 def load_plans() -> dict[str, dict]:
     text = resources.files("tfprov").joinpath("plans.yml").read_text(encoding="utf-8")
@@ -47,21 +56,38 @@ def resolve(name: str, root: Path, plans: dict[str, dict] | None = None) -> Plan
 _ROLE_TASKS = ("ansible.builtin.include_role", "include_role", "ansible.builtin.import_role", "import_role")
 
 
-def describe_playbook(path: Path) -> list[str]:
-    """One line per play, following import_playbook, as '<hosts>: <play name> [roles]'."""
+def describe_playbook(path: Path, _importing: tuple[Path, ...] = ()) -> list[str]:
+    """One line per play, following import_playbook, as '<hosts>: <play name> [roles]'.
+
+    A missing, cyclic or unreadable import is a TfprovError (one line), never a traceback.
+    """
+    path = path.resolve()
+    if path in _importing:
+        chain = " -> ".join(p.name for p in (*_importing[_importing.index(path):], path))
+        raise TfprovError(f"{_importing[-1]}: import_playbook cycle: {chain}")
+    if not path.is_file():
+        where = f"{_importing[-1]} imports {path}" if _importing else f"playbook {path}"
+        raise TfprovError(f"{where}, which does not exist")
     try:
         plays = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TfprovError(f"{path}: cannot be read ({exc.__class__.__name__})") from exc
     except yaml.YAMLError as exc:
         raise TfprovError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
+    if not isinstance(plays, list) or not all(isinstance(play, dict) for play in plays):
+        raise TfprovError(f"{path}: not a playbook (expected a list of plays)")
     lines = []
     for play in plays:
         if "ansible.builtin.import_playbook" in play or "import_playbook" in play:
             target = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
-            lines += describe_playbook(path.parent / target)
+            if not isinstance(target, str) or not target.strip():
+                raise TfprovError(f"{path}: import_playbook needs a file name")
+            lines += describe_playbook(path.parent / target, (*_importing, path))
             continue
-        roles = [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
-        roles += [task[key]["name"] for task in play.get("tasks") or [] for key in _ROLE_TASKS if key in task]
-        suffix = f"  [roles: {', '.join(roles)}]" if roles else ""
+        roles = [r.get("role") or r.get("name") if isinstance(r, dict) else r for r in play.get("roles") or []]
+        roles += [task[key]["name"] for task in play.get("tasks") or [] for key in _ROLE_TASKS
+                  if isinstance(task, dict) and isinstance(task.get(key), dict) and "name" in task[key]]
+        suffix = f"  [roles: {', '.join(map(str, roles))}]" if roles else ""
         lines.append(f"{play.get('hosts', '?')}: {play.get('name', 'unnamed play')}{suffix}")
     return lines
 

@@ -23,8 +23,14 @@ def _ts(event: dict) -> datetime | None:
 
 
 def _message(res: dict) -> str:
-    """The shortest useful reason a task gave: msg, else stderr, else the first result line."""
-    for key in ("msg", "stderr", "reason"):
+    """The shortest useful reason a task gave: msg (as one line), else stderr, else the first result line.
+
+    Ansible folds some messages over several lines (argument validation: "Validation of arguments failed:\nvalue
+    of ..."): a refusal must reach the user as one line.
+    """
+    if res.get("msg"):
+        return " ".join(str(res["msg"]).split())
+    for key in ("stderr", "reason"):
         value = res.get(key)
         if value:
             return str(value).strip()
@@ -52,6 +58,7 @@ class ReportBuilder:
     role_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     host_data: dict[str, dict] = field(default_factory=dict)
     steps: list[dict] = field(default_factory=list)
+    no_hosts_matched: bool = False  # a play found no host (ansible's playbook_on_no_hosts_matched)
     _task_spans: dict[str, _Span] = field(default_factory=dict)
     _task_roles: dict[str, str] = field(default_factory=dict)
 
@@ -73,6 +80,8 @@ class ReportBuilder:
             self._on_result(RESULT_EVENTS[kind], data, when)
         elif kind == "playbook_on_stats":
             self._on_stats(data, when)
+        elif kind == "playbook_on_no_hosts_matched":
+            self.no_hosts_matched = True
 
     def _on_result(self, outcome: str, data: dict, when: datetime | None) -> None:
         host = self._host(data["host"])

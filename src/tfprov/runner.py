@@ -1,10 +1,21 @@
-"""Hand each step of a plan to ansible-runner, feeding its events to the progress display and the report."""
+"""Hand each step of a plan to ansible-runner, feeding its events to the progress display and the report.
+
+The run directory (.tfprov/runs/<stamp>-<plan>) keeps ansible-runner's artifacts and report.json, but never the
+extra vars in clear: they reach ansible-playbook as `-e @file`, a 0600 file outside the run directory that is
+deleted when the run ends, and ansible-runner is told not to write its env/ files.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import json
 import os
 import re
+import shlex
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,10 +23,21 @@ from pathlib import Path
 import ansible_runner
 
 from . import report as report_mod
-from .errors import TfprovError
+from . import rundirs
+from .errors import (
+    EXIT_BAD_INPUT,
+    EXIT_HOST_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NO_HOSTS,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    TfprovError,
+)
 from .plan import Plan
 from .progress import Progress
 from .project import ansible_env
+from .redact import Redactor
 
 
 @dataclass
@@ -25,11 +47,17 @@ class RunOptions:
     check: bool = False
     extravars: dict | None = None
     forks: int | None = None
+    keep_runs: int | None = None  # None: TFPROV_KEEP_RUNS, else rundirs.DEFAULT_KEEP_RUNS
 
 
 def check_inventory(inventory: str, root: Path) -> str:
-    """A path must exist (relative to the cwd, else to the checkout); 'host1,host2,' lists pass as they are."""
+    """A path must exist (relative to the cwd, else to the checkout); 'host1,host2,' lists must name a host."""
+    inventory = inventory.strip()
+    if not inventory:
+        raise TfprovError("the inventory is empty: give an inventory file or a host list such as 'node1,node2,'")
     if "," in inventory:
+        if not any(host.strip() for host in inventory.split(",")):
+            raise TfprovError(f"inventory {inventory!r} names no host")
         return inventory
     for candidate in (Path(inventory), root / inventory):
         if candidate.exists():
@@ -37,28 +65,58 @@ def check_inventory(inventory: str, root: Path) -> str:
     raise TfprovError(f"inventory {inventory} does not exist")
 
 
+_ANSIBLE_ERROR = re.compile(r"^\s*(\[ERROR\]|ERROR!|\[WARNING\]: Failed to parse .* with 'auto' plugin)")
+# ansible-playbook's own words when the inventory and --limit leave nothing to run on (it then exits 1).
+_NO_HOSTS_TEXT = ("no hosts to target", "provided hosts list is empty")
+
+
+def _stdout_lines(stdout: Path) -> list[str]:
+    if not stdout.is_file():
+        return []
+    return stdout.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
 def ansible_errors(stdout: Path) -> list[str]:
     """Ansible's own error lines (a bad inventory, a syntax error): they come before any event.
 
     A plugin inventory that fails says why only in the 'auto' plugin's warning, so that line is kept too.
     """
-    if not stdout.is_file():
-        return []
-    lines = stdout.read_text(encoding="utf-8", errors="replace").splitlines()
-    pattern = re.compile(r"^\s*(\[ERROR\]|ERROR!|\[WARNING\]: Failed to parse .* with 'auto' plugin)")
-    return [line.strip() for line in lines if pattern.match(line)][:5]
+    return [line.strip() for line in _stdout_lines(stdout) if _ANSIBLE_ERROR.match(line)][:5]
+
+
+def says_no_hosts(stdout: Path) -> bool:
+    return any(text in line for line in _stdout_lines(stdout) for text in _NO_HOSTS_TEXT)
 
 
 def new_run_dir(root: Path, plan: str) -> Path:
+    """A new, private directory; concurrent runs started in the same second each get their own (mkdir is atomic)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = Path(os.environ.get("TFPROV_RUNS_DIR", root / ".tfprov" / "runs"))
-    run_dir = base / f"{stamp}-{plan}"
-    suffix = 1
-    while run_dir.exists():
-        suffix += 1
-        run_dir = base / f"{stamp}-{plan}-{suffix}"
-    run_dir.mkdir(parents=True)
-    return run_dir
+    base = rundirs.runs_dir(root)
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for suffix in itertools.count(1):
+        run_dir = base / (f"{stamp}-{plan}" if suffix == 1 else f"{stamp}-{plan}-{suffix}")
+        try:
+            run_dir.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return run_dir
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def extravars_file(extravars: dict | None) -> Iterator[str | None]:
+    """Extra vars as a 0600 JSON file outside the run directory, deleted afterwards; None when there are none."""
+    if not extravars:
+        yield None
+        return
+    fd, path = tempfile.mkstemp(prefix="tfprov-extravars-", suffix=".json")  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(extravars, handle, default=str)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _env(root: Path) -> dict[str, str]:
@@ -68,50 +126,94 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
+def _scrub_command_file(artifacts: Path) -> None:
+    """ansible-runner records this process's whole environment (cloud credentials included) beside the command
+    line: keep only what tfprov and ansible-runner set for the run."""
+    path = artifacts / "command"
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record["env"] = {key: value for key, value in (record.get("env") or {}).items()
+                         if os.environ.get(key) != value}
+        path.write_text(json.dumps(record), encoding="utf-8")
+
+
+def outcome(hosts: dict, *, interrupted: bool, ansible_failed: bool, no_hosts: bool) -> tuple[str, int]:
+    """(status, exit code) of a run, most severe first; the codes are those of errors.py."""
+    if interrupted:
+        return "interrupted", EXIT_INTERRUPTED
+    if any(host["failures"] for host in hosts.values()):
+        return "failed", EXIT_HOST_FAILED
+    if any(host["dark"] for host in hosts.values()):
+        return "unreachable", EXIT_UNREACHABLE
+    if no_hosts and not hosts:
+        return "no hosts", EXIT_NO_HOSTS
+    if ansible_failed:
+        # Refused before any host was worked on (an inventory it cannot parse, a bad --limit pattern) is bad
+        # input; failing after hosts ran, with no host failure, is ansible-playbook's own trouble.
+        return ("bad input", EXIT_BAD_INPUT) if not hosts else ("error", EXIT_INTERNAL)
+    return "successful", EXIT_OK
+
+
 def run_plan(plan: Plan, root: Path, options: RunOptions, progress: Progress) -> tuple[dict, Path]:
-    """Run every step in order, stopping at the first that fails. Returns (report, run_dir)."""
-    missing = plan.missing()
-    if missing:
-        names = ", ".join(s.playbook.name for s in missing)
-        raise TfprovError(f"plan '{plan.name}' needs playbooks this checkout does not have yet: {names}")
+    """Run every step in order, stopping at the first that fails or finds no host. Returns (report, run_dir)."""
+    plan.check()
     inventory = check_inventory(options.inventory, root)
+    keep = rundirs.keep_runs(options.keep_runs)
     run_dir = new_run_dir(root, plan.name)
+    with rundirs.in_use(run_dir):
+        rundirs.rotate(run_dir.parent, keep, current=run_dir)
+        return _run_steps(plan, root, options, progress, inventory, run_dir)
+
+
+def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, inventory: str,
+               run_dir: Path) -> tuple[dict, Path]:
     builder = report_mod.ReportBuilder(plan=plan.name)
+    redactor = Redactor(options.extravars or {})
+    env = _env(root)
     started = datetime.now(UTC)
-    rc, status = 0, "successful"
+    interrupted = ansible_failed = no_hosts = False
 
     def on_event(event: dict) -> bool:
+        redactor.event(event)  # in place: ansible-runner writes this same dict to job_events/ after we return
         builder.on_event(event)
         progress.on_event(event)
         return True
 
     try:
-        with progress:
+        with progress, extravars_file(options.extravars) as vars_path:
             for index, step in enumerate(plan.steps, 1):
                 progress.step(index, len(plan.steps), step.playbook.name)
                 ident = f"{index:02d}-{step.playbook.stem}"
-                result = ansible_runner.run(
-                    private_data_dir=str(run_dir),
-                    project_dir=str(root),
-                    playbook=str(step.playbook),
-                    inventory=inventory,
-                    limit=options.limit,
-                    forks=options.forks,
-                    extravars=options.extravars or {},
-                    cmdline="--check" if options.check else None,
-                    envvars=_env(root),
-                    ident=ident,
-                    quiet=True,
-                    event_handler=on_event,
-                )
+                args = ["-i", inventory, *(["--check"] if options.check else []),
+                        *(["-e", f"@{vars_path}"] if vars_path else [])]
                 artifacts = run_dir / "artifacts" / ident
+                try:
+                    result = ansible_runner.run(
+                        private_data_dir=str(run_dir),
+                        project_dir=str(root),
+                        playbook=str(step.playbook),
+                        limit=options.limit,
+                        forks=options.forks,
+                        cmdline=shlex.join(args),
+                        envvars=env,
+                        suppress_env_files=True,  # no env/extravars, env/envvars, env/cmdline
+                        ident=ident,
+                        quiet=True,
+                        event_handler=on_event,
+                    )
+                finally:  # also when interrupted
+                    _scrub_command_file(artifacts)
+                    redactor.files(artifacts / "stdout", artifacts / "stderr")
                 builder.add_step(step.playbook.name, result.rc, result.status, str(artifacts))
-                if result.rc != 0 or result.status != "successful":
-                    rc, status = result.rc or 1, result.status
-                    builder.steps[-1]["errors"] = ansible_errors(artifacts / "stdout")
+                failed = result.rc != 0 or result.status != "successful"
+                no_hosts = not builder.hosts and (builder.no_hosts_matched or says_no_hosts(artifacts / "stdout"))
+                if failed:
+                    ansible_failed = True
+                    builder.steps[-1]["errors"] = [redactor.text(line) for line in ansible_errors(artifacts / "stdout")]
+                if failed or no_hosts:
                     break
     except KeyboardInterrupt:
-        rc, status = 130, "interrupted"
+        interrupted = True
     finished = datetime.now(UTC)
     result = builder.to_dict(
         inventory=inventory,
@@ -120,11 +222,9 @@ def run_plan(plan: Plan, root: Path, options: RunOptions, progress: Progress) ->
         started=started.isoformat(),
         finished=finished.isoformat(),
         seconds=round((finished - started).total_seconds(), 2),
-        status=status,
-        rc=rc,
         run_dir=str(run_dir),
     )
-    if not result["hosts"] and rc == 0:
-        result["status"], result["rc"] = "no hosts", 3
+    result["status"], result["rc"] = outcome(result["hosts"], interrupted=interrupted,
+                                             ansible_failed=ansible_failed, no_hosts=no_hosts)
     report_mod.write(result, run_dir / "report.json")
     return result, run_dir

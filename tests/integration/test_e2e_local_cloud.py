@@ -13,7 +13,10 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
 INVENTORY = "inventories/local.docker_containers.yml"
+SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
+KNOWN_HOSTS = ROOT / ".tfprov" / "local" / "ssh" / "known_hosts"
 NODES = ["tfprov-local-1", "tfprov-local-2", "tfprov-local-3"]
+SSH_PORTS = {"tfprov-local-1": 22001, "tfprov-local-2": 22002, "tfprov-local-3": 22003}
 
 
 def tfprov(*args, runs_dir, check=False):
@@ -56,10 +59,11 @@ def test_preflight_on_three_nodes_reports_every_host_ok(cloud):
 
 
 def test_up_again_changes_nothing(cloud):
-    before = container_ids()
+    before, host_keys = container_ids(), KNOWN_HOSTS.read_text()
     proc = tfprov("up", "local", "--nodes", "3", runs_dir=cloud, check=True)
     assert container_ids() == before
     assert proc.stdout.count(": running") == 3
+    assert KNOWN_HOSTS.read_text() == host_keys  # the same nodes keep their host keys
 
 
 def test_inventory_yields_the_group_contract(cloud):
@@ -91,6 +95,69 @@ def test_a_blocking_problem_fails_every_host_with_the_reason(cloud):
         assert host["status"] == "failed"
         assert "100000 GB needed" in host["failed_tasks"][0]["message"]
     assert "100000 GB needed" in proc.stdout
+
+
+def ansible(*args, control_dir):
+    """The ad-hoc ansible of the venv on the SSH inventory; its own ControlPath directory, so that no master
+    connection opened earlier (ControlPersist) skips the host key check being tested."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir)}
+    return subprocess.run([str(Path(TFPROV).parent / "ansible"), "-i", SSH_INVENTORY, *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_ssh_mode_logs_in_as_the_sudo_user_with_pipelining(cloud, tmp_path):
+    plain = ansible("tfprov_nodes", "-m", "command", "-a", "id -un", "-vvv", control_dir=tmp_path)
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
+    become = ansible("tfprov_nodes", "-b", "-m", "command", "-a", "id -u", control_dir=tmp_path)
+    assert become.returncode == 0, become.stdout + become.stderr
+    for node in NODES:
+        assert f"{node} | CHANGED | rc=0 >>\ndebian\n" in plain.stdout
+        assert f"{node} | CHANGED | rc=0 >>\n0\n" in become.stdout
+    ssh_commands = [line for line in plain.stdout.splitlines() if "SSH: EXEC ssh " in line]
+    assert ssh_commands and all("StrictHostKeyChecking=yes" in c for c in ssh_commands)
+    assert not [c for c in ssh_commands if "StrictHostKeyChecking=no" in c]  # ansible.cfg's setting must not apply
+    assert " PUT " not in plain.stdout  # pipelining: modules go through ssh's stdin, no file is copied
+
+
+def test_sshd_listens_on_loopback_only(cloud):
+    listening = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port = local.split(":")
+            if state == "0A":  # LISTEN
+                listening.add((address, int(port, 16)))
+    for port in SSH_PORTS.values():
+        assert {a for a, p in listening if p == port} == {"0100007F"}, port  # 127.0.0.1, no IPv6, no 0.0.0.0
+
+
+def test_a_host_key_other_than_the_recorded_one_is_refused(cloud, tmp_path):
+    recorded = KNOWN_HOSTS.read_text()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    other = " ".join((tmp_path / "other.pub").read_text().split()[:2])
+    node_1 = f"[127.0.0.1]:{SSH_PORTS['tfprov-local-1']} "
+    wrong = "".join(f"{node_1}{other}\n" if line.startswith(node_1) else f"{line}\n"
+                    for line in recorded.splitlines())
+    missing = "".join(f"{line}\n" for line in recorded.splitlines() if not line.startswith(node_1))
+    assert wrong != recorded and missing != recorded
+    try:
+        KNOWN_HOSTS.write_text(wrong)
+        changed = ansible("tfprov-local-1", "-m", "ping", control_dir=tmp_path / "changed")
+        KNOWN_HOSTS.write_text(missing)
+        unknown = ansible("tfprov-local-1", "-m", "ping", control_dir=tmp_path / "unknown")
+    finally:
+        KNOWN_HOSTS.write_text(recorded)
+    assert changed.returncode != 0 and "REMOTE HOST IDENTIFICATION HAS CHANGED" in changed.stdout + changed.stderr
+    assert unknown.returncode != 0 and "Host key verification failed" in unknown.stdout + unknown.stderr
+    again = ansible("tfprov-local-1", "-m", "ping", control_dir=tmp_path / "again")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_preflight_over_ssh(cloud):
+    proc = tfprov("run", "preflight", "-i", SSH_INVENTORY, runs_dir=cloud)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = latest_report(cloud)
+    assert sorted(report["hosts"]) == NODES and {h["status"] for h in report["hosts"].values()} == {"ok"}
 
 
 def test_a_node_stopped_mid_run_fails_the_run_and_the_others_are_recorded(cloud):

@@ -1,5 +1,6 @@
-"""`tfprov run node` on one local container node: TensorFlow from PyPI (through the host's CA bundle), its
-verification, the bench table, JSON and PNG; a second run changes nothing."""
+"""`tfprov run node` on one local container node, reached as cloud VMs are: over SSH as the sudo user `debian`
+(the plays become root where they change the node), with pipelining. TensorFlow from PyPI (through the host's
+CA bundle), its verification, the bench table, JSON and PNG; a second run changes nothing."""
 
 import json
 import os
@@ -14,6 +15,7 @@ from ansible_collections.tfprov.gpu.plugins.module_utils.compat import load_matr
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
+SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 
 
 def tfprov(*args, runs_dir):
@@ -37,8 +39,11 @@ def node(tmp_path_factory):
 
 
 def test_run_node_installs_tensorflow_and_ends_with_the_bench(node):
-    proc, seconds = tfprov("run", "node", "-i", "inventories/local.docker_containers.yml", runs_dir=node)
+    proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    sshd_log = subprocess.run(["docker", "exec", "tfprov-local-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
+                              capture_output=True, text=True).stdout
+    assert "Accepted publickey for debian from 127.0.0.1" in sshd_log  # the run came in over SSH
     report = latest_report(node)
     bench = report["hosts"]["tfprov-local-1"]["data"]["bench"]
     assert bench["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
@@ -56,7 +61,7 @@ def test_run_node_installs_tensorflow_and_ends_with_the_bench(node):
 
 
 def test_a_second_run_changes_nothing(node):
-    proc, seconds = tfprov("run", "node", runs_dir=node)
+    proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     host = latest_report(node)["hosts"]["tfprov-local-1"]
     assert host["changed"] == 0, host

@@ -51,3 +51,32 @@ def test_json_and_png_are_written(tmp_path):
     assert json.loads(path.read_text())["cpu_vs_numpy"] == 0.9
     png = bench.plot(bench.results(REPORT), tmp_path / "bench" / "throughput.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+CHECK = {
+    "host": "n1", "mode": "quick", "tensorflow": {"version": "2.21.0", "gpus_visible": 1},
+    "results": [
+        {"device": "/CPU:0", "name": "x86_64", "dtype": "float32", "n": 512, "gflops": 61.2,
+         "relative_error": 2.0e-7, "ok": True},
+        {"device": "/GPU:0", "name": "Tesla T4", "dtype": "float32", "n": 512, "ok": False,
+         "error": "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"},
+    ],
+    "problems": ["a 512x512 matmul on /GPU:0 (Tesla T4) failed: RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"],
+}
+
+
+def test_quick_checks_are_read_apart_from_benches():
+    report = {"hosts": {"n1": {"data": {"gpu_check": CHECK}}, "n2": {"data": {"bench": BENCH}}, "n3": {}}}
+    assert bench.checks(report) == {"n1": CHECK}
+    assert list(bench.results(report)) == ["n2"]
+
+
+def test_check_table_has_a_row_per_device_and_the_problems():
+    console = Console(width=240, record=True)
+    console.print(bench.check_table({"n1": CHECK}))
+    lines = console.export_text().splitlines()
+    [cpu] = [[cell.strip() for cell in line.split("│")] for line in lines if "/CPU:0" in line]
+    assert cpu[1:8] == ["n1", "2.21.0", "/CPU:0 x86_64", "512", "61.2", "2.0e-07", "ok"]
+    [gpu] = [[cell.strip() for cell in line.split("│")] for line in lines if "/GPU:0 Tesla T4" in line]
+    assert gpu[5:8] == ["-", "-", "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"]
+    assert any("a 512x512 matmul on /GPU:0 (Tesla T4) failed" in line for line in lines)

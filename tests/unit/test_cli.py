@@ -76,7 +76,7 @@ def test_run_with_an_inventory_ansible_cannot_parse_fails_and_still_writes_a_rep
     inventory = tmp_path / "broken.yml"
     inventory.write_text("plugin: no.such.plugin\n")
     rc, out, err = _run(capsys, "run", "preflight", "-i", str(inventory))
-    assert rc != 0
+    assert rc == 2  # refused before any host: bad input, not a host failure
     report_path = next((tmp_path / "runs").glob("*-preflight/report.json"))
     report = json.loads(report_path.read_text())
     assert report["rc"] == rc and report["hosts"] == {}

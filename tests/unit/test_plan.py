@@ -35,3 +35,40 @@ def test_describe_rejects_broken_yaml(tmp_path):
     (tmp_path / "bad.yml").write_text("- name: [unclosed\n")
     with pytest.raises(TfprovError, match="not valid YAML"):
         plan.describe_playbook(tmp_path / "bad.yml")
+
+
+def test_describe_refuses_a_missing_import_in_one_line(tmp_path):
+    (tmp_path / "outer.yml").write_text("- ansible.builtin.import_playbook: gone.yml\n")
+    with pytest.raises(TfprovError, match=r"outer.yml imports .*gone.yml, which does not exist"):
+        plan.describe_playbook(tmp_path / "outer.yml")
+
+
+@pytest.mark.parametrize(("files", "chain"), [
+    ({"self.yml": "self.yml"}, "self.yml -> self.yml"),
+    ({"a.yml": "b.yml", "b.yml": "c.yml", "c.yml": "b.yml"}, "b.yml -> c.yml -> b.yml"),
+])
+def test_describe_refuses_an_import_cycle_in_one_line(tmp_path, files, chain):
+    for name, target in files.items():
+        (tmp_path / name).write_text(f"- import_playbook: {target}\n")
+    with pytest.raises(TfprovError, match=f"import_playbook cycle: {chain}$"):
+        plan.describe_playbook(tmp_path / next(iter(files)))
+
+
+def test_an_import_used_twice_is_not_a_cycle(tmp_path):
+    (tmp_path / "leaf.yml").write_text("- name: Leaf\n  hosts: all\n")
+    (tmp_path / "top.yml").write_text("- import_playbook: leaf.yml\n- import_playbook: leaf.yml\n")
+    assert plan.describe_playbook(tmp_path / "top.yml") == ["all: Leaf", "all: Leaf"]
+
+
+def test_describe_refuses_what_is_not_a_playbook(tmp_path):
+    (tmp_path / "map.yml").write_text("hosts: all\n")
+    with pytest.raises(TfprovError, match="not a playbook"):
+        plan.describe_playbook(tmp_path / "map.yml")
+
+
+def test_check_refuses_a_plan_whose_playbook_imports_what_is_missing(tmp_path):
+    (tmp_path / "playbooks").mkdir()
+    (tmp_path / "playbooks" / "p.yml").write_text("- import_playbook: gone.yml\n")
+    resolved = plan.resolve("x", tmp_path, {"x": {"description": "d", "steps": ["p.yml"]}})
+    with pytest.raises(TfprovError, match="which does not exist"):
+        resolved.check()

@@ -65,3 +65,20 @@ def test_counts_add_up_across_steps():
                           "event_data": {"ok": {"h": 2}, "changed": {"h": 1}, "processed": {"h": 1}}})
     host = builder.to_dict()["hosts"]["h"]
     assert (host["ok"], host["changed"], host["status"]) == (4, 2, "changed")
+
+
+def test_a_play_that_matched_no_host_is_noted():
+    builder = ReportBuilder(plan="x")
+    assert not builder.no_hosts_matched
+    builder.on_event({"event": "playbook_on_no_hosts_matched", "event_data": {}})
+    assert builder.no_hosts_matched and builder.to_dict()["hosts"] == {}
+
+
+def test_a_refusal_folded_over_lines_reaches_the_user_as_one_line():
+    builder = ReportBuilder(plan="node")
+    builder.on_event({"event": "runner_on_failed", "event_data": {"host": "n1", "task": "Validate the CUDA settings",
+                      "res": {"msg": "Validation of arguments failed:\nvalue of cuda_method must be one of: pip, "
+                                     "distro, nvidia_repo, conda, got: magic"}}})
+    [failure] = builder.to_dict()["hosts"]["n1"]["failed_tasks"]
+    assert failure["message"] == ("Validation of arguments failed: value of cuda_method must be one of: pip, distro, "
+                                  "nvidia_repo, conda, got: magic")

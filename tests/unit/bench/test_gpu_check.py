@@ -55,6 +55,8 @@ def fake_tensorflow(monkeypatch, gpus=(), built_with_cuda=False):
                                            get_device_details=lambda gpu: {"device_name": "Tesla T4",
                                                                            "compute_capability": (7, 5)}))
     tf.test = types.SimpleNamespace(is_built_with_cuda=lambda: built_with_cuda)
+    tf.sysconfig = types.SimpleNamespace(
+        get_build_info=lambda: {"cuda_version": "12.5.1", "cudnn_version": "9"} if built_with_cuda else {})
     monkeypatch.setitem(sys.modules, "tensorflow", tf)
 
 
@@ -86,3 +88,103 @@ def test_report_shape_with_stubbed_timings(monkeypatch, tmp_path):
     assert gpu_rows["float32"]["peak"] == "fp32" and gpu_rows["float32"]["percent_of_peak"] == pytest.approx(2.7, 0.1)
     assert gpu_rows["bfloat16"]["percent_of_peak"] is None
     assert report["cpu_vs_numpy"] == 0.8 and report["cpu_vs_numpy_by_size"] == {"1024": 0.8}
+
+
+class FakeTensor:
+    def __init__(self, value, device):
+        self.value, self.device = value, f"/job:localhost/replica:0/task:0/device:{device}"
+
+    def numpy(self):
+        return self.value
+
+
+def add_fake_matmul(monkeypatch, *, runs_on=None, wrong_on=(), broken_on=()):
+    """tf.device/constant/linalg.matmul on NumPy: a device may place elsewhere, compute wrong, or raise."""
+    import contextlib
+
+    import numpy as np
+
+    tf = sys.modules["tensorflow"]
+    current = []
+
+    @contextlib.contextmanager
+    def device(name):
+        current.append(name.strip("/"))
+        yield
+        current.pop()
+
+    def matmul(x, y):
+        name = current[-1]
+        if name in broken_on:
+            raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS\nmore lines")
+        product = np.asarray(x) @ np.asarray(y)
+        return FakeTensor(product * 1.5 if name in wrong_on else product, (runs_on or {}).get(name, name))
+
+    tf.device, tf.constant = device, np.asarray
+    tf.linalg = types.SimpleNamespace(matmul=matmul)
+
+
+def one_gpu(monkeypatch, **fakes):
+    fake_tensorflow(monkeypatch, gpus=[types.SimpleNamespace(name="/physical_device:GPU:0")], built_with_cuda=True)
+    add_fake_matmul(monkeypatch, **fakes)
+
+
+def quick_report(capsys, *argv):
+    rc = gpu_check.main(["--quick", "--quick-size", "64", *argv])
+    [line] = capsys.readouterr().out.splitlines()  # one line: a playbook takes the last line of mixed output
+    return rc, __import__("json").loads(line)
+
+
+def test_quick_runs_one_checked_matmul_per_device_and_no_sweep(monkeypatch, capsys):
+    one_gpu(monkeypatch)
+    monkeypatch.setattr(gpu_check, "numpy_gflops", lambda *a: pytest.fail("the quick check times no NumPy sweep"))
+    monkeypatch.setattr(gpu_check, "tf_matmul_seconds", lambda *a: pytest.fail("the quick check runs no sweep"))
+    rc, report = quick_report(capsys, "--require-gpu")
+    assert rc == 0 and report["mode"] == "quick" and report["problems"] == []
+    assert [(r["device"], r["dtype"], r["n"], r["ok"]) for r in report["results"]] == [
+        ("/CPU:0", "float32", 64, True), ("/GPU:0", "float32", 64, True)]
+    assert all(r["relative_error"] < 1e-6 and r["gflops"] > 0 for r in report["results"])
+    assert report["numpy"] == [] and "cpu_vs_numpy" not in report
+    assert report["tensorflow"] == {"version": "2.21.0", "built_with_cuda": True, "cuda_build": "12.5.1",
+                                    "cudnn_build": "9", "gpus_visible": 1, "tf32": True}
+
+
+def test_quick_fails_a_gpu_that_computes_wrong(monkeypatch, capsys):
+    one_gpu(monkeypatch, wrong_on={"GPU:0"})
+    rc, report = quick_report(capsys)
+    assert rc == 3
+    assert [r["ok"] for r in report["results"]] == [True, False]
+    [problem] = report["problems"]
+    assert problem.startswith("a 64x64 matmul on /GPU:0 (Tesla T4) differs from NumPy's by 0.5 (relative")
+
+
+def test_quick_fails_a_gpu_whose_matmul_raises_with_the_first_line_of_the_error(monkeypatch, capsys):
+    one_gpu(monkeypatch, broken_on={"GPU:0"})
+    rc, report = quick_report(capsys)
+    assert rc == 3
+    assert report["problems"] == [
+        "a 64x64 matmul on /GPU:0 (Tesla T4) failed: RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"]
+    assert report["results"][0]["ok"] is True and "gflops" not in report["results"][1]
+
+
+def test_quick_fails_a_matmul_placed_on_another_device(monkeypatch, capsys):
+    one_gpu(monkeypatch, runs_on={"GPU:0": "CPU:0"})
+    rc, report = quick_report(capsys)
+    assert rc == 3
+    assert report["problems"] == ["a 64x64 matmul meant for /GPU:0 (Tesla T4) ran on CPU:0"]
+
+
+def test_quick_on_a_gpu_node_without_a_visible_gpu_still_says_why(monkeypatch, capsys):
+    fake_tensorflow(monkeypatch)
+    add_fake_matmul(monkeypatch)
+    rc, report = quick_report(capsys, "--require-gpu")
+    assert rc == 3 and report["results"] == []
+    assert report["problems"][0].startswith(
+        "a GPU is required but TensorFlow sees none: this TensorFlow is a CPU build")
+
+
+def test_quick_on_a_cpu_node_checks_the_cpu(monkeypatch, capsys):
+    fake_tensorflow(monkeypatch)
+    add_fake_matmul(monkeypatch)
+    rc, report = quick_report(capsys)
+    assert rc == 0 and [r["device"] for r in report["results"]] == ["/CPU:0"]

@@ -3,7 +3,9 @@
 import pytest
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import (
     CompatError,
+    architecture,
     cloud_gpu,
+    describe_gpu,
     gpu_model,
     resolve_stack,
     version_tuple,
@@ -27,6 +29,11 @@ MATRIX = {
         "12.5": {"min_driver": "525.60.13"},
     },
     "recommended_driver_branch": {"11": "535", "12": "550"},
+    "gpu_architectures": {
+        "kepler": {"name": "Kepler", "compute_capabilities": ["3.5", "3.7"], "last_driver_branch": "470"},
+        "maxwell": {"name": "Maxwell", "compute_capabilities": ["5.0", "5.2"], "last_driver_branch": "580"},
+        "turing": {"name": "Turing", "compute_capabilities": ["7.5"], "last_driver_branch": None},
+    },
     "cudnn": {"8.7": {"cuda_majors": ["11"]}, "8.9": {"cuda_majors": ["11", "12"]},
               "9.3": {"cuda_majors": ["11", "12"]}},
     "gpus": {
@@ -94,17 +101,49 @@ def test_new_enough_driver_passes():
 
 
 def test_gpu_too_old_by_compute_capability():
-    with pytest.raises(CompatError, match=r"Tesla K80 \(compute capability 3.7\) is too old for TensorFlow 2.18, "
-                                          r"which needs >= 6.0; newest TensorFlow for it: 2.14"):
+    with pytest.raises(CompatError) as exc:
         resolve_stack(MATRIX, "2.18", gpus=[{"name": "Tesla K80", "compute_capability": "3.7"}])
+    assert str(exc.value) == ("Tesla K80 (compute capability 3.7, Kepler) cannot run TensorFlow 2.18 (needs 6.0); "
+                              "newest for it: TensorFlow 2.14 with driver branch 470")
+
+
+def test_gpu_too_old_wins_over_the_driver():
+    with pytest.raises(CompatError, match=r"^Tesla K80 .* cannot run TensorFlow 2.18"):
+        resolve_stack(MATRIX, "2.18", driver="470.256.02", gpus=[{"name": "Tesla K80"}])
 
 
 def test_gpu_capability_looked_up_by_name_or_pci_id_when_unknown():
     with pytest.raises(CompatError, match="Tesla K80"):
         resolve_stack(MATRIX, "2.18", gpus=[{"name": "Tesla K80", "compute_capability": None}])
-    with pytest.raises(CompatError, match=r"Tesla K80 \(compute capability 3.7\)"):
+    with pytest.raises(CompatError, match=r"Tesla K80 \(compute capability 3.7, Kepler\)"):
         resolve_stack(MATRIX, "2.18", gpus=[{"device_id": "0x102D"}])
     assert resolve_stack(MATRIX, "2.18", gpus=[{"device_id": "0x1eb8"}, {"device_id": "0xffff"}])
+
+
+def test_recommended_branch_is_capped_to_the_oldest_gpu():
+    assert resolve_stack(MATRIX, "2.14", gpus=[{"name": "Tesla K80"}])["recommended_driver_branch"] == "470"
+    assert resolve_stack(MATRIX, "2.14", gpus=[{"name": "Tesla T4"}])["recommended_driver_branch"] == "535"
+    mixed = [{"name": "Tesla T4"}, {"name": "Tesla K80"}, {"name": "Tesla M60"}]
+    assert resolve_stack(MATRIX, "2.14", gpus=mixed)["recommended_driver_branch"] == "470"
+
+
+def test_architecture_of_an_unlisted_capability_is_the_one_below():
+    assert architecture(MATRIX, "5.3")[0] == "maxwell"
+    assert architecture(MATRIX, "8.9")[0] == "turing"
+    assert architecture(MATRIX, "3.0") is None and architecture(MATRIX, None) is None
+    assert describe_gpu(MATRIX, {"device_id": "0x13f2"}) == {
+        "name": "Tesla M60", "compute_capability": "5.2", "architecture": "Maxwell", "last_driver_branch": "580"}
+
+
+def test_a_gpu_whose_last_branch_cannot_run_the_cuda_is_refused():
+    # A made-up TensorFlow that still builds for Kepler but needs CUDA 12: the branch decides, not the floor.
+    matrix = dict(MATRIX, tensorflow=dict(MATRIX["tensorflow"], **{"2.15": {
+        "python": {"min": "3.9", "max": "3.11"}, "cuda": "12.3", "cudnn": "8.9", "min_compute_capability": "3.5"}}))
+    with pytest.raises(CompatError) as exc:
+        resolve_stack(matrix, "2.15", gpus=[{"name": "Tesla K80"}])
+    assert str(exc.value) == (
+        "Tesla K80 (compute capability 3.7, Kepler) cannot run TensorFlow 2.15 (CUDA 12.3 needs driver branch "
+        ">= 525; the last for Kepler is 470); newest for it: TensorFlow 2.14 with driver branch 470")
 
 
 def test_python_range():

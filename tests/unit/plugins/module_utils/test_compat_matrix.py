@@ -3,9 +3,11 @@
 import pytest
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import (
     CompatError,
+    architecture,
     cloud_gpu,
     gpu_model,
     load_matrix,
+    major,
     pinned_version,
     resolve_stack,
     tf_versions,
@@ -40,9 +42,47 @@ def test_newest_tensorflow_pins_the_wheels_it_was_built_with():
 
 
 def test_k80_is_refused_for_tensorflow_2_21_with_the_newest_that_runs():
-    with pytest.raises(CompatError, match=r"Tesla K80 \(compute capability 3.7\) is too old for TensorFlow 2.21, "
-                                          r"which needs >= 6.0; newest TensorFlow for it: 2.14"):
+    with pytest.raises(CompatError) as exc:
         resolve_stack(MATRIX, "2.21", gpus=[{"name": "Tesla K80"}])
+    assert str(exc.value) == ("Tesla K80 (compute capability 3.7, Kepler) cannot run TensorFlow 2.21 (needs 6.0); "
+                              "newest for it: TensorFlow 2.14 with driver branch 470")
+
+
+@pytest.mark.parametrize(("arch", "last"), [("kepler", "470"), ("maxwell", "580"), ("pascal", "580"),
+                                            ("volta", "580"), ("turing", None), ("ampere", None), ("ada", None),
+                                            ("hopper", None), ("blackwell", None)])
+def test_last_driver_branch_of_each_generation(arch, last):
+    row = MATRIX["gpu_architectures"][arch]
+    assert row["last_driver_branch"] == last and row["source"].startswith("https://docs.nvidia.com/")
+
+
+def test_every_gpu_model_has_a_known_generation():
+    for key, row in MATRIX["gpus"].items():
+        assert row["architecture"] in MATRIX["gpu_architectures"], key
+        assert architecture(MATRIX, row["compute_capability"])[0] == row["architecture"], key
+
+
+def test_recommended_branches_run_every_cuda_of_their_major():
+    for cuda_major, branch in MATRIX["recommended_driver_branch"].items():
+        for cuda, row in MATRIX["cuda"].items():
+            if major(cuda) == cuda_major and row.get("min_driver"):
+                assert int(branch) >= int(major(row["min_driver"])), (cuda, branch)
+
+
+@pytest.mark.parametrize(("name", "version", "driver", "cuda"), [
+    ("Debian", "12", "535", "11.8"), ("Debian", "13", "550", "12.4"), ("Ubuntu", "22.04", None, "11.5"),
+    ("Ubuntu", "24.04", None, "12.0")])
+def test_what_distributions_ship(name, version, driver, cuda):
+    row = MATRIX["distributions"][name][version]
+    assert row["cuda_toolkit"]["version"] == cuda and row["source"]
+    assert (row.get("driver") or {}).get("branch") == driver
+    if name == "Ubuntu":
+        assert {"470", "535", "580"} <= set(row["server_driver_branches"])
+
+
+def test_distributions_without_a_cuda_toolkit():
+    for name in ("RedHat", "Rocky", "AlmaLinux", "Amazon"):
+        assert MATRIX["distributions"][name]["cuda_toolkit"] is None
 
 
 def test_driver_470_for_tensorflow_2_21():

@@ -1,0 +1,94 @@
+"""Say whether an environment already holds what `pip install REQUIREMENT...` would install. Prints JSON.
+
+Run with the environment's own Python; reads only installed metadata (no pip, no index), in milliseconds where
+pip takes seconds. A requirement is met when its distribution is installed at a version its specifier allows and,
+down the whole tree, so is everything it requires, its extras included (`tensorflow[and-cuda]` needs the NVIDIA
+wheels). `tensorflow-cpu` and `tensorflow` are different distributions: one does not meet the other. Anything
+this cannot read (a URL, a path, a malformed line) counts as unmet, so pip runs and decides.
+"""
+
+import json
+import sys
+from importlib import metadata
+
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+except ImportError:  # a fresh venv has no packaging of its own, but pip vendors it
+    try:
+        from pip._vendor.packaging.requirements import InvalidRequirement, Requirement
+        from pip._vendor.packaging.utils import canonicalize_name
+    except ImportError:
+        Requirement = None
+
+
+def installed_distributions(path=None):
+    """{canonical name: (version, [Requires-Dist lines])} of the environment (or of the directories in path)."""
+    found = {}
+    for dist in metadata.distributions(**({"path": path} if path else {})):
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(canonicalize_name(name), (dist.version, list(dist.requires or [])))
+    return found
+
+
+def _wanted(requirement, extras):
+    """Whether a requirement applies here: its marker, evaluated for the base and each extra asked for."""
+    if requirement.marker is None:
+        return True
+    return any(requirement.marker.evaluate({"extra": extra}) for extra in ("", *sorted(extras)))
+
+
+def _short(requirement):
+    """name[extras]specifier, without the marker that brought it in."""
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{requirement.name}{extras}{requirement.specifier}"
+
+
+def unmet(lines, installed):
+    """The requirements (and the dependencies under them) that installed does not satisfy, each with why."""
+    problems, seen = [], set()
+
+    def visit(line, extras_of_parent, parent):
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            problems.append(f"{line}: not a requirement this check can read")
+            return
+        if requirement.url:
+            problems.append(f"{line}: a URL requirement (pip decides)")
+            return
+        if not _wanted(requirement, extras_of_parent):
+            return
+        name = canonicalize_name(requirement.name)
+        key = (name, frozenset(requirement.extras), str(requirement.specifier))
+        if key in seen:
+            return
+        seen.add(key)
+        where = f" (required by {parent})" if parent else ""
+        if name not in installed:
+            problems.append(f"{_short(requirement)}: not installed{where}")
+            return
+        version, requires = installed[name]
+        if not requirement.specifier.contains(version, prereleases=True):
+            problems.append(f"{_short(requirement)}: {version} installed{where}")
+            return
+        for child in requires:
+            visit(child, requirement.extras, name)
+
+    for line in lines:
+        visit(line, set(), None)
+    return problems
+
+
+def main(argv):
+    if Requirement is None:
+        problems = ["neither packaging nor pip is importable in this environment"]
+    else:
+        problems = unmet(argv, installed_distributions())
+    print(json.dumps({"met": not problems, "unmet": problems[:10]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,167 @@
+"""Node containers `tfprov-local-N`: systemd on the host's network, a role each, their own ports, and sshd for
+SSH mode. `up` converges to the nodes asked for; `down` removes them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from ..errors import TfprovError
+from ..project import project_root
+from . import images, ssh
+from .commands import docker
+from .engine import ensure_engine
+
+CLUSTER_LABEL = "tfprov.cluster=local"
+NAME_PREFIX = "tfprov-local-"
+ROLES = ("chief", "worker", "ps", "serving")
+# The host's CA bundle, mounted into every node: pip there must trust what the host trusts (a TLS-inspecting
+# proxy's CA, say). The inventory hands its path to the roles as tfprov_ca_bundle.
+HOST_CA_BUNDLE = Path(os.environ.get("TFPROV_HOST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
+NODE_CA_BUNDLE = "/usr/local/share/tfprov/host-ca.crt"
+SYSTEMD_RUN = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
+               "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"]
+
+
+@dataclass(frozen=True)
+class Node:
+    index: int
+    role: str
+    suite: str
+
+    @property
+    def name(self) -> str:
+        return f"{NAME_PREFIX}{self.index}"
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Distinct per node, since all nodes listen on the host's network."""
+        return {
+            "ssh_port": ssh.SSH_PORT_BASE + self.index,
+            "tf_port": 22220 + self.index,
+            "serving_grpc_port": 28500 + self.index,
+            "serving_rest_port": 28600 + self.index,
+        }
+
+    @property
+    def labels(self) -> dict[str, str]:
+        ports = {f"tfprov.{k}": str(v) for k, v in self.ports.items()}
+        ca = {"tfprov.ca_bundle": NODE_CA_BUNDLE} if HOST_CA_BUNDLE.is_file() else {}
+        return {"tfprov.cluster": "local", "tfprov.role": self.role, "tfprov.index": str(self.index),
+                "tfprov.suite": self.suite, images.RECIPE_LABEL: images.recipe_digest(), **ports, **ca}
+
+    @property
+    def mounts(self) -> list[str]:
+        return ["-v", f"{HOST_CA_BUNDLE}:{NODE_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.is_file() else []
+
+
+def ssh_labels(files: ssh.SshFiles) -> dict[str, str]:
+    """What the SSH inventory reads: who logs in, with which key, checking which recorded host keys."""
+    return {"tfprov.ssh_user": ssh.LOGIN_USER, "tfprov.ssh_key": str(files.key),
+            "tfprov.ssh_known_hosts": str(files.known_hosts)}
+
+
+def assign_roles(count: int, roles: list[str] | None = None) -> list[str]:
+    """chief, worker, ps, serving, then more workers; or exactly the roles asked for."""
+    if roles:
+        if len(roles) != count:
+            raise TfprovError(f"--roles names {len(roles)} roles for {count} nodes")
+        unknown = sorted(set(roles) - set(ROLES))
+        if unknown:
+            raise TfprovError(f"unknown node role {unknown[0]!r}: use chief, worker, ps or serving")
+        return roles
+    if count < 1:
+        raise TfprovError("--nodes must be at least 1")
+    return list(ROLES[:count]) + ["worker"] * max(0, count - len(ROLES))
+
+
+def local_nodes() -> list[dict]:
+    """Every node container of the local cloud, running or not, by index."""
+    out = docker("ps", "-a", "--filter", f"label={CLUSTER_LABEL}", "--format", "{{json .}}", what="docker ps")
+    nodes = []
+    for line in filter(None, out.splitlines()):
+        entry = json.loads(line)
+        labels = dict(kv.split("=", 1) for kv in entry.get("Labels", "").split(",") if "=" in kv)
+        nodes.append({"name": entry["Names"], "state": entry["State"], "labels": labels})
+    return sorted(nodes, key=lambda n: int(n["labels"].get("tfprov.index", 0)))
+
+
+def _wait_systemd(name: str, timeout: float = 90) -> str:
+    """systemd in the node has finished booting: 'running', or 'degraded' (a unit failed, the node works).
+
+    Right after `docker run` systemd may not have its bus yet ("Failed to connect to bus"): ask again.
+    """
+    deadline = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["docker", "exec", name, "timeout", "30", "systemctl", "is-system-running", "--wait"],
+                              capture_output=True, text=True)
+        state = proc.stdout.strip() or proc.stderr.strip()
+        if state in ("running", "degraded"):
+            return state
+        time.sleep(1)
+    return state
+
+
+def _converge_container(node: Node, labels: dict[str, str], existing: dict | None, image: str,
+                        console: Console) -> None:
+    if existing and all(existing["labels"].get(k) == v for k, v in labels.items()):
+        if existing["state"] != "running":
+            docker("start", node.name, what=f"starting {node.name}")
+            console.print(f"{node.name}: started")
+        else:
+            console.print(f"{node.name}: running")
+        return
+    if existing:
+        docker("rm", "-f", node.name, what=f"replacing {node.name}")
+    label_args = [arg for k, v in labels.items() for arg in ("--label", f"{k}={v}")]
+    docker("run", "-d", "--name", node.name, "--network", "host", "--stop-signal", "SIGRTMIN+3",
+           *SYSTEMD_RUN, *node.mounts, *label_args, image,
+           "/lib/systemd/systemd", what=f"creating {node.name}")
+    console.print(f"{node.name}: created ({node.role}, {node.suite})")
+
+
+def _set_up_ssh(node: Node, public_key: str) -> str:
+    """sshd and the login user in the node; its host key, read over docker exec, as a known_hosts line."""
+    port = node.ports["ssh_port"]
+    out = docker("exec", "-i", node.name, "sh", "-s", what=f"{node.name}: setting up sshd",
+                 stdin=ssh.render_setup_script(port, public_key))
+    return ssh.known_hosts_line(port, out.splitlines()[-1] if out else "")
+
+
+def up(count: int, suite: str, console: Console, roles: list[str] | None = None) -> list[Node]:
+    """Converge the local cloud to exactly these nodes: start what exists, create what is missing."""
+    wanted = [Node(i, role, suite) for i, role in enumerate(assign_roles(count, roles), 1)]
+    ensure_engine(console)
+    image = images.build_image(suite, console)
+    files = ssh.ssh_files(project_root())
+    public_key = ssh.ensure_key_pair(files)
+    existing = {n["name"]: n for n in local_nodes()}
+    for extra in sorted(set(existing) - {n.name for n in wanted}):
+        docker("rm", "-f", extra, what=f"removing {extra}")
+        console.print(f"{extra}: removed (not among the {count} nodes asked for)")
+    for node in wanted:
+        _converge_container(node, node.labels | ssh_labels(files), existing.get(node.name), image, console)
+    known_hosts = []
+    for node in wanted:
+        state = _wait_systemd(node.name)
+        if state not in ("running", "degraded"):
+            raise TfprovError(f"{node.name}: systemd did not finish booting ({state or 'no answer'})")
+        known_hosts.append(_set_up_ssh(node, public_key))
+    ssh.write_known_hosts(files, known_hosts)
+    return wanted
+
+
+def down(console: Console) -> int:
+    nodes = local_nodes()
+    for node in nodes:
+        docker("rm", "-f", node["name"], what=f"removing {node['name']}")
+        console.print(f"{node['name']}: removed")
+    ssh.ssh_files(project_root()).known_hosts.unlink(missing_ok=True)  # their host keys went with them
+    return len(nodes)

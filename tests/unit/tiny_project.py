@@ -1,0 +1,80 @@
+"""A throwaway tfprov checkout with tiny playbooks, run for real by ansible-runner against localhost (local
+connection), so the CLI's exit codes, run directories and secret handling are tested on real events in seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tfprov import plan as plan_mod
+
+_PLAY = """\
+- name: {name}
+  hosts: {hosts}
+  gather_facts: false
+  connection: local
+  vars:
+    ansible_python_interpreter: "{{{{ ansible_playbook_python }}}}"
+  tasks:
+{tasks}
+"""
+
+PLAYBOOKS = {
+    "ok.yml": _PLAY.format(name="Succeed", hosts="all", tasks="""\
+    - name: Reach the host (debug and assert never connect)
+      ansible.builtin.ping:
+    - name: Use the extra vars without printing them
+      ansible.builtin.assert:
+        that: plain_value | default('') == expected_plain | default('')
+        quiet: true
+    - name: Print a secret-named variable, as a careless role might
+      ansible.builtin.debug:
+        msg: "token is {{ api_token | default('unset') }}"
+"""),
+    "fail.yml": _PLAY.format(name="Fail", hosts="all", tasks="""\
+    - name: Fail on purpose
+      ansible.builtin.fail:
+        msg: failed on purpose
+"""),
+    "group.yml": _PLAY.format(name="Only the group", hosts="tfprov_nodes", tasks="""\
+    - name: Say hello
+      ansible.builtin.debug:
+        msg: hello
+"""),
+    "cycle-a.yml": "- ansible.builtin.import_playbook: cycle-b.yml\n",
+    "cycle-b.yml": "- ansible.builtin.import_playbook: cycle-a.yml\n",
+    "missing-import.yml": "- ansible.builtin.import_playbook: not-there.yml\n",
+}
+PLANS = {
+    "ok": {"description": "succeeds", "steps": ["ok.yml"]},
+    "fail": {"description": "fails", "steps": ["fail.yml"]},
+    "group": {"description": "plays on tfprov_nodes", "steps": ["group.yml"]},
+    "cycle": {"description": "imports itself", "steps": ["cycle-a.yml"]},
+    "missing-import": {"description": "imports what is not there", "steps": ["missing-import.yml"]},
+}
+# unparsed_is_failed as in the real ansible.cfg: an inventory ansible cannot read stops the run.
+ANSIBLE_CFG = "[defaults]\nretry_files_enabled = False\n[inventory]\nunparsed_is_failed = True\n"
+
+
+def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Build the checkout under tmp_path and point tfprov at it (TFPROV_HOME, its plans, TMPDIR)."""
+    root = tmp_path / "project"
+    (root / "playbooks").mkdir(parents=True)
+    (root / "galaxy.yml").write_text("namespace: tiny\nname: tiny\nversion: 1.0.0\n")
+    (root / "ansible.cfg").write_text(ANSIBLE_CFG)
+    for name, text in PLAYBOOKS.items():
+        (root / "playbooks" / name).write_text(text)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TFPROV_HOME", str(root))
+    monkeypatch.setenv("TFPROV_LOGS_DIR", str(root / ".tfprov" / "logs"))
+    monkeypatch.delenv("TFPROV_RUNS_DIR", raising=False)
+    monkeypatch.delenv("TFPROV_KEEP_RUNS", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
+    monkeypatch.setattr(plan_mod, "load_plans", lambda: PLANS)
+    return root
+
+
+def run_dirs(root: Path) -> list[Path]:
+    return sorted((root / ".tfprov" / "runs").iterdir())
