@@ -59,10 +59,11 @@ build: venv
 wheelhouse: venv
 	$(BIN)/python tests/support/wheelhouse.py --dest $(WHEELHOUSE)
 
-# Each scenario as "<role>/molecule/<scenario>": run from the role directory, timed.
+# Each scenario as "<role>/molecule/<scenario>": run from the role directory, timed. Shared settings are in
+# .config/molecule/config.yml; TFPROV_SCENARIO names its instances (unique across scenarios).
 define run_scenarios
 	for s in $(1); do role=$${s%%/*}; name=$${s##*/}; start=$$(date +%s); \
-	  (cd roles/$$role && $(BIN)/molecule test -s $$name) || exit 1; \
+	  (cd roles/$$role && TFPROV_SCENARIO=$$role-$$name $(BIN)/molecule test -s $$name) || exit 1; \
 	  echo "molecule $$role/$$name: passed in $$(( $$(date +%s) - start )) s"; done
 endef
 

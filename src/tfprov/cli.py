@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"keep the newest N run directories, this one included (default ${KEEP_RUNS_ENV} "
                             f"or {DEFAULT_KEEP_RUNS}; 0 keeps all)")
 
-    for verb, text in (("up", "start the local cloud's node containers"), ("down", "remove them")):
+    for verb, text in (("up", "start the local cloud's node containers (sshd on 127.0.0.1:22000+N for SSH mode)"),
+                       ("down", "remove them")):
         u = sub.add_parser(verb, help=text)
         u.add_argument("target", choices=["local"], help="only 'local' (container nodes) for now")
         if verb == "up":

@@ -56,6 +56,12 @@ def resolve(name: str, root: Path, plans: dict[str, dict] | None = None) -> Plan
 _ROLE_TASKS = ("ansible.builtin.include_role", "include_role", "ansible.builtin.import_role", "import_role")
 
 
+def _role_entry(args: dict) -> str:
+    """'role' for its main entry point, 'role:entry' for another one (the resolve play uses each role's 'resolve')."""
+    entry = args.get("tasks_from")
+    return f"{args['name']}:{entry}" if entry and entry != "main" else str(args["name"])
+
+
 def describe_playbook(path: Path, _importing: tuple[Path, ...] = ()) -> list[str]:
     """One line per play, following import_playbook, as '<hosts>: <play name> [roles]'.
 
@@ -85,7 +91,7 @@ def describe_playbook(path: Path, _importing: tuple[Path, ...] = ()) -> list[str
             lines += describe_playbook(path.parent / target, (*_importing, path))
             continue
         roles = [r.get("role") or r.get("name") if isinstance(r, dict) else r for r in play.get("roles") or []]
-        roles += [task[key]["name"] for task in play.get("tasks") or [] for key in _ROLE_TASKS
+        roles += [_role_entry(task[key]) for task in play.get("tasks") or [] for key in _ROLE_TASKS
                   if isinstance(task, dict) and isinstance(task.get(key), dict) and "name" in task[key]]
         suffix = f"  [roles: {', '.join(map(str, roles))}]" if roles else ""
         lines.append(f"{play.get('hosts', '?')}: {play.get('name', 'unnamed play')}{suffix}")

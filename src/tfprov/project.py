@@ -46,4 +46,6 @@ def ansible_env(root: Path) -> dict[str, str]:
         "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
+        # ansible-runner turns host key checking off unless told otherwise: real VMs over SSH must be checked.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
     }

@@ -1,6 +1,7 @@
 """`tfprov run node` on one local container node, reached as cloud VMs are: over SSH as the sudo user `debian`
 (the plays become root where they change the node), with pipelining. TensorFlow from PyPI (through the host's
-CA bundle), its verification, the bench table, JSON and PNG; a second run changes nothing."""
+CA bundle) and the quick check that ends the run; a second run changes nothing; then `tfprov bench`: the bench
+table, JSON and PNG."""
 
 import json
 import os
@@ -38,15 +39,32 @@ def node(tmp_path_factory):
     tfprov("down", "local", runs_dir=runs)
 
 
-def test_run_node_installs_tensorflow_and_ends_with_the_bench(node):
+def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(node):
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-local-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
                               capture_output=True, text=True).stdout
     assert "Accepted publickey for debian from 127.0.0.1" in sshd_log  # the run came in over SSH
+    check = latest_report(node)["hosts"]["tfprov-local-1"]["data"]["gpu_check"]
+    assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
+    assert check["problems"] == []
+    assert {r["device"] for r in check["results"]} == {"/CPU:0"} and all(r["ok"] for r in check["results"])
+    print(f"\nrun node over SSH: {seconds:.0f} s")
+
+
+def test_a_second_run_changes_nothing(node):
+    proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    host = latest_report(node)["hosts"]["tfprov-local-1"]
+    assert host["changed"] == 0, host
+    print(f"\nsecond run node over SSH: {seconds:.0f} s, changed={host['changed']}")
+
+
+def test_bench_writes_the_table_json_and_png(node):
+    proc, seconds = tfprov("bench", "-i", SSH_INVENTORY, runs_dir=node)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     report = latest_report(node)
     bench = report["hosts"]["tfprov-local-1"]["data"]["bench"]
-    assert bench["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert bench["problems"] == []
     assert {r["device"] for r in bench["results"]} == {"/CPU:0"}
     assert "bench: matmul throughput" in proc.stdout
@@ -56,13 +74,5 @@ def test_run_node_installs_tensorflow_and_ends_with_the_bench(node):
     largest = max(r["n"] for r in bench["results"])
     tf_gflops = next(r["gflops"] for r in bench["results"] if r["n"] == largest)
     np_gflops = next(r["gflops"] for r in bench["numpy"] if r["n"] == largest)
-    print(f"\nrun node: {seconds:.0f} s; {largest}x{largest} float32 matmul: TensorFlow {tf_gflops} GFLOP/s, "
+    print(f"\nbench: {seconds:.0f} s; {largest}x{largest} float32 matmul: TensorFlow {tf_gflops} GFLOP/s, "
           f"NumPy {np_gflops} GFLOP/s; TF/NumPy by size {bench['cpu_vs_numpy_by_size']}")
-
-
-def test_a_second_run_changes_nothing(node):
-    proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    host = latest_report(node)["hosts"]["tfprov-local-1"]
-    assert host["changed"] == 0, host
-    print(f"\nsecond run node: {seconds:.0f} s, changed={host['changed']}")

@@ -5,7 +5,9 @@ No conda channel is reachable where tfprov is tested, so this program answers th
 roles use (`create`, `install`, `list`, `--version`) with conda's flags, output and errors, and really builds
 the environment:
 
-- `python=X.Y` is the node's own /usr/bin/pythonX.Y made into the prefix with `-m venv` (pip with it);
+- `python=X.Y` is the node's own pythonX.Y made into the prefix with `-m venv --without-pip` (Debian's
+  python has no ensurepip without python3-venv; conda needs neither);
+- `pip` is the pip wheel from the wheelhouse, installed into that Python from itself;
 - `cuda-runtime`, `libcublas` and `cudnn` are NVIDIA's PyPI wheels from the wheelhouse, their `lib/` and
   `include/` unpacked into `<prefix>/lib` and `<prefix>/include`, where conda packages put them;
 - every package gets a `conda-meta/<name>-<version>-<build>.json` record and a line in `conda-meta/history`,
@@ -36,6 +38,7 @@ NVIDIA_LABEL = re.compile(r"^nvidia/label/cuda-(\d+\.\d+)(\.\d+)?$")
 
 # conda package -> the wheel that provides its files, and the channels that carry it.
 WHEELS = {
+    "pip": ("pip", ("conda-forge", "defaults")),
     "cuda-runtime": ("nvidia_cuda_runtime_cu12", ("nvidia", "nvidia/label", "conda-forge")),
     "libcublas": ("nvidia_cublas_cu12", ("nvidia", "nvidia/label", "conda-forge")),
     "cudnn": ("nvidia_cudnn_cu12", ("conda-forge",)),
@@ -114,12 +117,14 @@ def node_pythons(wanted=None):
 def channel_carries(channel, name, version):
     """Does this channel have this package at this version? (nvidia/label/cuda-X.Y.Z: CUDA X.Y only)"""
     label = NVIDIA_LABEL.match(channel)
-    if name in WHEELS:
+    if name in WHEELS and name != "pip":
         channels = WHEELS[name][1]
         if label:
             return "nvidia/label" in channels and (version == label.group(1)
                                                    or version.startswith(label.group(1) + "."))
         return channel in channels
+    if name == "pip":
+        return channel in WHEELS["pip"][1]
     return channel in PYTHON_CHANNELS
 
 
@@ -127,8 +132,6 @@ def candidates(name, wanted=None):
     """[(version, source)] the stand-in can provide for a package name, newest first."""
     if name == "python":
         return sorted(node_pythons(wanted).items(), key=lambda item: version_key(item[0]), reverse=True)
-    if name == "pip":
-        return [("bundled", None)]  # the pip that python's venv brings: its version is known once made
     if name in WHEELS:
         directory = wheelhouse()
         if not directory:
@@ -151,7 +154,7 @@ def resolve(specs, channels, strict):
         available = candidates(name, wanted)
         for channel in channels:
             offered = [c for c in available if channel_carries(channel, name, c[0])]
-            matching = [c for c in offered if c[0] == "bundled" or satisfies(c[0], op, wanted)]
+            matching = [c for c in offered if satisfies(c[0], op, wanted)]
             if matching:
                 chosen = (name, matching[0][0], channel, matching[0][1], spec)
                 break
@@ -251,17 +254,21 @@ def run(argv):
     return result.stdout
 
 
-def make_python(prefix, executable, with_pip):
+def make_python(prefix, executable):
     existing = os.path.join(prefix, "bin", "python")
     if os.path.exists(existing):
         raise CondaError("CondaError", f"tfprov stand-in: {prefix} already has a python; it cannot replace one")
-    run([executable, "-m", "venv"] + ([] if with_pip else ["--without-pip"]) + [prefix])
+    run([executable, "-m", "venv", "--without-pip", prefix])
     return []
 
 
-def pip_version(prefix):
-    output = run([os.path.join(prefix, "bin", "python"), "-m", "pip", "--version"])
-    return output.split()[1]
+def install_pip(prefix, wheel):
+    """pip installs itself from its own wheel: no ensurepip, no index."""
+    python = os.path.join(prefix, "bin", "python")
+    if not os.path.exists(python):
+        raise CondaError("UnsatisfiableError", f"pip needs python in {prefix}: ask for python=X.Y too")
+    run([python, os.path.join(wheel, "pip"), "install", "--quiet", "--no-index", "--no-deps", wheel])
+    return []
 
 
 def unpack_wheel(prefix, wheel):
@@ -301,17 +308,11 @@ def write_record(prefix, name, version, channel, files, spec):
 def apply(prefix, plan):
     """Make each planned package, python first (pip comes with it), and record them."""
     added = []
-    names = [step[0] for step in plan]
     for name, version, channel, source, spec in sorted(plan, key=lambda step: step[0] != "python"):
-        files = []
         if name == "python":
-            files = make_python(prefix, source, with_pip="pip" in names)
+            files = make_python(prefix, source)
         elif name == "pip":
-            if not os.path.exists(os.path.join(prefix, "bin", "python")):
-                raise CondaError("UnsatisfiableError", f"pip needs python in {prefix}: ask for python=X.Y too")
-            if "python" not in names:
-                run([os.path.join(prefix, "bin", "python"), "-m", "ensurepip"])
-            version = pip_version(prefix)
+            files = install_pip(prefix, source)
         else:
             files = unpack_wheel(prefix, source)
         added.append(write_record(prefix, name, version, channel, files, spec))
@@ -406,7 +407,7 @@ def command_install(args, root):
     for spec in args.package_spec:
         name, op, version = parse_spec(spec)
         record = present.get(name)
-        if not (record and (name == "pip" or satisfies(record["version"], op, version))):
+        if not (record and satisfies(record["version"], op, version)):
             wanted.append(spec)
     if not wanted:
         print("\n# All requested packages already installed.\n")

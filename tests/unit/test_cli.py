@@ -93,10 +93,11 @@ def test_run_against_an_empty_inventory_is_not_a_success(capsys, tmp_path, monke
     assert "no host matched" in out
 
 
-def test_plan_node_follows_the_imports_down_to_the_bench(capsys):
+def test_plan_node_resolves_first_and_ends_with_the_quick_check(capsys):
     rc, out, _ = _run(capsys, "plan", "node")
     assert rc == 0
     plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
-    assert plays[0].startswith("- tfprov_nodes: Check that every node can be provisioned")
+    assert plays[0].startswith("- tfprov_nodes: Check every node and resolve its whole stack before anything changes")
+    assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
     assert "[roles: tfprov.gpu.nvidia_driver]" in plays[1]
-    assert plays[-1].startswith("- tfprov_nodes: Measure TensorFlow on every node")
+    assert plays[-1].startswith("- tfprov_nodes: Check TensorFlow computes on every device")

@@ -180,3 +180,12 @@ def test_a_python_the_node_cannot_make_is_not_found(conda, tmp_path):
     assert result.returncode == 1
     assert "  - python=2.7\n" in result.stderr
     assert not (tmp_path / "env").exists()
+
+
+def test_pip_without_a_pip_wheel_in_the_wheelhouse_is_not_found(conda, tmp_path):
+    wanted = f"{sys.version_info.major}.{sys.version_info.minor}"
+    result = conda("create", "--yes", "--prefix", str(tmp_path / "env"), f"python={wanted}", "pip")
+    assert result.returncode == 1
+    assert "  - pip\n" in result.stderr
+    assert not (tmp_path / "env").exists()
+

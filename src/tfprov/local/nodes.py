@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from rich.console import Console
 from ..errors import TfprovError
 from ..project import project_root
 from . import images, ssh
-from .commands import docker
+from .commands import apt_install, docker, is_root
 from .engine import ensure_engine
 
 CLUSTER_LABEL = "tfprov.cluster=local"
@@ -141,6 +142,8 @@ def up(count: int, suite: str, console: Console, roles: list[str] | None = None)
     ensure_engine(console)
     image = images.build_image(suite, console)
     files = ssh.ssh_files(project_root())
+    if not shutil.which("ssh-keygen") and is_root():  # ssh and ssh-keygen: SSH mode's controller side
+        apt_install(console, "openssh-client")
     public_key = ssh.ensure_key_pair(files)
     existing = {n["name"]: n for n in local_nodes()}
     for extra in sorted(set(existing) - {n.name for n in wanted}):

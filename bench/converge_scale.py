@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""How `tfprov run node` scales with nodes: a fresh run, then a no-op run, on 1, 2, 4, 8 local nodes. Prints JSON.
+
+A benchmark, not a test: it asserts nothing, it measures. For each node count it removes the local cloud, starts
+that many fresh nodes (`tfprov up local --nodes N`), runs `tfprov run node` twice, and reports per run the wall
+time, the tasks (distinct, and results over all hosts), the wall time per task, the changed count, and the
+controller's CPU time (user + sys of tfprov and everything it started: ansible-playbook and its workers; node-side
+work runs in the containers and is not in it). The load average before each run says what else the machine did.
+
+Nodes install TensorFlow from a wheelhouse when one is given (--wheelhouse, e.g. /var/cache/tfprov/wheelhouse,
+served on 127.0.0.1: the nodes share the host's network), else from PyPI through the host's CA bundle.
+Run it alone: it removes the local cloud before each node count and at the end.
+
+    .venv/bin/python bench/converge_scale.py --nodes 1 2 4 8 --wheelhouse /var/cache/tfprov/wheelhouse
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import http.server
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
+TARGET_NOOP_ONE_NODE_S = 15.0
+TARGET_FOUR_OVER_ONE = 2.0
+
+
+def task_counts(run_dir: Path) -> dict:
+    """Distinct tasks started and task results over all hosts, from ansible-runner's job events."""
+    tasks, results = 0, 0
+    for path in run_dir.glob("artifacts/*/job_events/*.json"):
+        event = json.loads(path.read_text(encoding="utf-8")).get("event")
+        tasks += event == "playbook_on_task_start"
+        results += event in RESULT_EVENTS
+    return {"tasks": tasks, "task_results": results}
+
+
+def controller_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wait_for_quiet(max_load: float | None, max_wait_s: float) -> None:
+    """Start when other work has calmed down (1-minute load below max_load), or after max_wait_s anyway."""
+    deadline = time.monotonic() + max_wait_s
+    while max_load is not None and os.getloadavg()[0] > max_load and time.monotonic() < deadline:
+        time.sleep(10)
+
+
+def tfprov(*args: str, runs_dir: Path) -> subprocess.CompletedProcess:
+    exe = str(Path(sys.executable).parent / "tfprov")
+    env = {**os.environ, "TFPROV_RUNS_DIR": str(runs_dir)}
+    return subprocess.run([exe, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+
+
+def measure_run(nodes: int, kind: str, extra: list[str], runs_dir: Path) -> dict:
+    """One `tfprov run node`, timed from outside, with what its report and events say."""
+    before_runs = set(runs_dir.glob("*-node*"))
+    load = os.getloadavg()[0]
+    cpu0, wall0 = controller_cpu_seconds(), time.monotonic()
+    proc = tfprov("run", "node", *extra, runs_dir=runs_dir)
+    wall, cpu = time.monotonic() - wall0, controller_cpu_seconds() - cpu0
+    new = sorted(set(runs_dir.glob("*-node*")) - before_runs)
+    report = json.loads((new[-1] / "report.json").read_text()) if new else {"hosts": {}}
+    counts = task_counts(new[-1]) if new else {"tasks": 0, "task_results": 0}
+    return {
+        "nodes": nodes, "run": kind, "rc": proc.returncode, "wall_s": round(wall, 1),
+        **counts,
+        "per_task_s": round(wall / counts["tasks"], 3) if counts["tasks"] else None,
+        "changed": sum(host.get("changed", 0) for host in report["hosts"].values()),
+        "hosts_ok": sum(host.get("status") in ("ok", "changed") for host in report["hosts"].values()),
+        "controller_cpu_s": round(cpu, 1),
+        "load_1m_before": round(load, 2),
+        "run_dir": str(new[-1]) if new else None,
+        **({"output_tail": (proc.stdout + proc.stderr)[-1500:]} if proc.returncode else {}),
+    }
+
+
+def summary(runs: list[dict]) -> dict:
+    """The issue's targets: a no-op on one node within 15 s, and on 4 nodes within twice that."""
+    noop: dict[int, float] = {}
+    for r in runs:
+        if r["run"] == "noop" and r["rc"] == 0:
+            noop[r["nodes"]] = min(r["wall_s"], noop.get(r["nodes"], r["wall_s"]))
+    out = {}
+    if 1 in noop:
+        out["noop_1_node_s"] = noop[1]
+        out["noop_1_node_within_15_s"] = noop[1] <= TARGET_NOOP_ONE_NODE_S
+        for n in sorted(noop):
+            out[f"noop_{n}_over_1"] = round(noop[n] / noop[1], 2)
+        if 4 in noop:
+            out["noop_4_within_2x_1"] = noop[4] / noop[1] <= TARGET_FOUR_OVER_ONE
+    return out
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # the JSON on stdout is the output; pip's requests are not news
+        pass
+
+
+@contextlib.contextmanager
+def served(directory: str | None):
+    """The wheelhouse over HTTP on 127.0.0.1 (pip trusts loopback), for as long as the benchmark runs."""
+    if not directory:
+        yield None
+        return
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=directory))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--wheelhouse", help="a directory of wheels the nodes install from (no index)")
+    parser.add_argument("--noop-runs", type=int, default=1, help="no-op runs per node count (the best is kept too)")
+    parser.add_argument("--wait-load", type=float, help="before each node count, wait until the 1-min load is below")
+    parser.add_argument("--max-wait", type=float, default=600, help="seconds to wait for --wait-load at most")
+    parser.add_argument("--runs-dir", help="keep the run directories here (default: a temporary directory)")
+    parser.add_argument("--out", help="write the JSON here too")
+    args = parser.parse_args(argv)
+    runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="tfprov-converge-scale-") as tmp, served(args.wheelhouse) as url:
+        runs_dir = Path(args.runs_dir or tmp)
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        extra = ["-e", f"tfprov_pip_find_links={url}", "-e", "tfprov_pip_no_index=true"] if url else []
+        try:
+            for nodes in args.nodes:
+                wait_for_quiet(args.wait_load, args.max_wait)
+                tfprov("down", "local", runs_dir=runs_dir)
+                up = tfprov("up", "local", "--nodes", str(nodes), runs_dir=runs_dir)
+                if up.returncode:
+                    runs.append({"nodes": nodes, "run": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]})
+                    break
+                for kind in ["fresh"] + ["noop"] * args.noop_runs:
+                    runs.append(measure_run(nodes, kind, extra, runs_dir))
+                    print(json.dumps({k: v for k, v in runs[-1].items() if k != "output_tail"}), file=sys.stderr)
+                    if runs[-1]["rc"]:
+                        break
+        finally:
+            tfprov("down", "local", runs_dir=runs_dir)
+    report = {"cpus": os.cpu_count(), "wheelhouse": bool(args.wheelhouse), "runs": runs, "summary": summary(runs)}
+    text = json.dumps(report, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0 if all(r["rc"] == 0 for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
