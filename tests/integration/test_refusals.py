@@ -109,3 +109,14 @@ def test_a_key_that_is_not_nvidias_is_refused_before_any_change(fresh_node, wron
     assert proc.returncode != 0, output[-3000:]
     assert "not EB693B3035CD5710E231E123A4B469963BF863CC" in output, output[-3000:]
     assert snapshot() == before, "the node changed"
+
+
+def test_check_mode_on_a_fresh_node_passes_lists_changes_and_writes_nothing(fresh_node):
+    runs, before = fresh_node
+    proc = tfprov("run", "node", "-C", "-i", INVENTORY, runs_dir=runs)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    report = json.loads(sorted(Path(runs).glob("*/report.json"))[-1].read_text())
+    assert report["check"] is True
+    assert report["hosts"][NODE]["changed"] > 0, report["hosts"][NODE]
+    assert snapshot() == before, "--check changed the node"

@@ -35,7 +35,7 @@ def tensorflow_cpu(tf_version: str) -> str:
 
 
 def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
-    """tensorflow-cpu and everything it needs (plus ipykernel), as wheels for each node Python."""
+    """tensorflow-cpu and everything it needs, plus ipykernel and pip (the stand-in conda installs pip from it)."""
     platforms = [arg for tag in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
                                  "manylinux_2_28_x86_64", "linux_x86_64") for arg in ("--platform", tag)]
     for python in pythons:
@@ -43,7 +43,7 @@ def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
               flush=True)
         rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
                               "--python-version", python, "--implementation", "cp", *platforms,
-                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel"])
+                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel", "pip"])
         if rc:
             return rc
     return 0
