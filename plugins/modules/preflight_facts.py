@@ -60,6 +60,11 @@ secure_boot:
   returned: always
   type: str
   sample: disabled
+memory_mb:
+  description: Total memory (MemTotal of /proc/meminfo) in MiB, as ansible_memtotal_mb reports it; null if unreadable.
+  returned: always
+  type: int
+  sample: 3840
 package_locks:
   description: Package manager locks held by a live process.
   returned: always
@@ -90,6 +95,18 @@ def disk_space(path):
     }
 
 
+def memory_mb(meminfo="/proc/meminfo"):
+    """MemTotal in MiB, read directly: gathering Ansible's whole hardware subset for it costs seconds per node."""
+    try:
+        with open(meminfo) as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -102,6 +119,7 @@ def main():
     module.exit_json(
         changed=False,
         disk=disk_space(module.params["disk_path"]),
+        memory_mb=memory_mb(),
         pci_gpus=nvidia_gpus(sysfs_root),
         secure_boot=secure_boot_state(sysfs_root),
         package_locks=lock_holders(),

@@ -31,3 +31,10 @@ def test_disk_space_reads_the_nearest_existing_parent(tmp_path):
     space = preflight_facts.disk_space(str(tmp_path / "a" / "b"))
     assert space == {**space, "path": str(tmp_path / "a" / "b")}
     assert space["total_gb"] > 0
+
+
+def test_memory_is_read_from_meminfo_as_ansible_reports_it(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:        3932160 kB\nMemFree:          100 kB\n")
+    assert preflight_facts.memory_mb(str(meminfo)) == 3840
+    assert preflight_facts.memory_mb(str(tmp_path / "missing")) is None
