@@ -12,12 +12,13 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images wheelhouse demo lint unit integration molecule heavy build test clean
+.PHONY: help venv collection-link engine images wheelhouse demo lint unit integration molecule heavy bench-converge build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
 	@echo "make test   - lint, unit tests, collection build, molecule, integration tests (what CI runs)"
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
+	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
 
 $(BIN)/tfprov: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +73,10 @@ molecule: images wheelhouse
 
 heavy: images wheelhouse
 	$(call run_scenarios,$(HEAVY_SCENARIOS))
+
+# A benchmark, not a test (run it alone: it replaces the local cloud): fresh and no-op `tfprov run node` on 1-8 nodes.
+bench-converge: images wheelhouse
+	$(BIN)/python bench/converge_scale.py --nodes 1 2 4 8 --wheelhouse $(WHEELHOUSE) --noop-runs 2
 
 integration: images
 	$(BIN)/pytest -q -m integration

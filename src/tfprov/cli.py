@@ -165,6 +165,9 @@ def cmd_run(args, out: Console) -> int:
         paths = bench.write_json(benches, run_dir / "bench")
         png = bench.plot(benches, run_dir / "bench" / "throughput.png")
         out.print(f"bench: {len(paths)} JSON file(s) and {png}", highlight=False)
+    found = bench.checks(report)
+    if found:
+        out.print(bench.check_table(found))
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     return report["rc"]
 
