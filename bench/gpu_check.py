@@ -204,12 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="write the JSON here too")
     args = parser.parse_args(argv)
     report = run(args)
-    # --quick: one line, so that a playbook finds it after any log lines a terminal mixes into stdout.
-    text = json.dumps(report) if args.quick else json.dumps(report, indent=2)
+    # One line on stdout, so that a playbook finds it after any log lines a terminal mixes into stdout.
     if args.out:
         with open(args.out, "w") as handle:
-            handle.write(text + "\n")
-    print(text)
+            handle.write(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report))
     return 3 if report["problems"] else 0
 
 

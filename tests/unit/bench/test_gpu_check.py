@@ -1,6 +1,7 @@
 """The bench's arithmetic and report, with a stand-in TensorFlow (the real one runs in molecule/integration)."""
 
 import importlib.util
+import json
 import sys
 import types
 from pathlib import Path
@@ -188,3 +189,11 @@ def test_quick_on_a_cpu_node_checks_the_cpu(monkeypatch, capsys):
     add_fake_matmul(monkeypatch)
     rc, report = quick_report(capsys)
     assert rc == 0 and [r["device"] for r in report["results"]] == ["/CPU:0"]
+
+
+def test_the_sweep_prints_its_report_on_one_line(monkeypatch, capsys):
+    # bench.yml takes the last line that starts with '{': log lines a terminal mixes into stdout come before it.
+    fake_tensorflow(monkeypatch)
+    gpu_check.main(["--require-gpu", "--host", "n1"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["host"] == "n1"
