@@ -28,6 +28,14 @@ def one_line(text):
     return " ".join(str(text).split())
 
 
+def node_distribution(task_vars):
+    """(name, version) the matrix keys distributions by: the full version for Ubuntu (22.04), else the major."""
+    facts = (task_vars or {}).get("ansible_facts") or {}
+    name = facts.get("distribution")
+    version = facts.get("distribution_version") if name == "Ubuntu" else facts.get("distribution_major_version")
+    return name, version
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -35,8 +43,12 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         result["changed"] = False
+        args = dict(self._task.args)
+        # Every caller resolves for the node it runs on: its distribution comes from its facts unless given.
+        if not args.get("distribution"):
+            args["distribution"], args["distribution_version"] = node_distribution(task_vars)
         try:
-            stack = resolve_node(_matrix(), **dict(self._task.args))
+            stack = resolve_node(_matrix(), **args)
         except compat.CompatError as exc:
             result.update(failed=True, msg=one_line(exc))
             return result

@@ -95,7 +95,7 @@ options:
     choices: [auto, gpu, cpu]
     default: auto
   distribution:
-    description: C(ansible_distribution).
+    description: C(ansible_distribution); empty = the node's, from its facts (with its version).
     type: str
     default: ""
   distribution_version:

@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[4]
 K80 = {"name": "Tesla K80", "compute_capability": None}
 
 
-def run_action(args):
+def run_action(args, task_vars=None):
     task = MagicMock(args=args, async_val=0, check_mode=False, diff=False)
     action = ActionModule(task, MagicMock(), PlayContext(), loader=None, templar=None, shared_loader_obj=None)
-    return action.run(task_vars={})
+    return action.run(task_vars=task_vars or {})
 
 
 def test_sets_the_fact_and_changes_nothing():
@@ -95,3 +95,13 @@ def test_ansible_playbook_sets_the_fact(module_tmp):
     done = playbook(module_tmp, "2.14")
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"msg": "RESOLVED 2.14.1 branch 470 install"' in done.stdout
+
+
+def test_the_distribution_comes_from_the_nodes_facts_unless_given():
+    debian12 = {"ansible_facts": {"distribution": "Debian", "distribution_major_version": "12",
+                                  "distribution_version": "12.5"}}
+    result = run_action({"tensorflow": "2.21", "cuda_method": "distro", "driver_mode": "bake"}, debian12)
+    assert result["msg"].startswith("Debian 12 ships CUDA 11.8")
+    given = run_action({"tensorflow": "2.21", "cuda_method": "distro", "driver_mode": "bake", "distribution": "Debian",
+                        "distribution_version": "13"}, debian12)
+    assert not given.get("failed"), given
