@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images wheelhouse demo lint unit integration molecule heavy bench-converge build test clean
+.PHONY: help venv collection-link engine images serving-image wheelhouse demo lint unit integration molecule heavy bench-converge build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -37,6 +37,10 @@ engine: venv
 
 images: engine
 	$(BIN)/tfprov images
+
+# The stand-in TF Serving image (TensorFlow from the wheelhouse) and its `docker save` archive, for nodes' engines.
+serving-image: images wheelhouse
+	$(BIN)/tfprov images --serving
 
 demo: images
 	$(BIN)/tfprov up local --nodes 1
@@ -68,7 +72,7 @@ define run_scenarios
 	  echo "molecule $$role/$$name: passed in $$(( $$(date +%s) - start )) s"; done
 endef
 
-molecule: images wheelhouse
+molecule: images wheelhouse serving-image
 	$(call run_scenarios,$(CI_SCENARIOS))
 
 heavy: images wheelhouse
@@ -78,7 +82,7 @@ heavy: images wheelhouse
 bench-converge: images wheelhouse
 	$(BIN)/python bench/converge_scale.py --nodes 1 2 4 8 --wheelhouse $(WHEELHOUSE) --noop-runs 2
 
-integration: images
+integration: images serving-image
 	$(BIN)/pytest -q -m integration
 
 test: lint unit build molecule integration

@@ -10,12 +10,13 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, bench, crashlog, extravars
+from . import __version__, bench, crashlog, extravars, services
 from . import plan as plan_mod
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
 from .local import engine as local_engine
 from .local import images as local_images
 from .local import nodes as local_nodes
+from .local import serving_image as local_serving_image
 from .progress import Progress
 from .project import project_root
 from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("images", help="build the node images (cached)")
     i.add_argument("--suite", action="append", choices=local_images.SUITES, help="default: all suites")
     i.add_argument("--rebuild", action="store_true", help="build even if the image exists")
+    i.add_argument("--serving", action="store_true",
+                   help="also the stand-in TF Serving image and its archive (`tfprov up local` builds it for a "
+                        "serving node when missing)")
     return parser
 
 
@@ -168,6 +172,11 @@ def cmd_run(args, out: Console) -> int:
     found = bench.checks(report)
     if found:
         out.print(bench.check_table(found))
+    models = services.serving(report)
+    if models:
+        out.print(services.serving_table(models))
+    for line in services.notebook_lines(services.notebooks(report)):
+        out.print(line, highlight=False, soft_wrap=True)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     return report["rc"]
 
@@ -204,6 +213,9 @@ def cmd_images(args, out: Console) -> int:
     local_engine.ensure_engine(out)
     for suite in args.suite or local_images.SUITES:
         local_images.build_image(suite, out, rebuild=args.rebuild)
+    if args.serving:
+        name, archive = local_serving_image.build_serving_image(None, out, rebuild=args.rebuild)
+        out.print(f"serving image {name}: archive {archive}", highlight=False)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -62,7 +63,16 @@ def _role_entry(args: dict) -> str:
     return f"{args['name']}:{entry}" if entry and entry != "main" else str(args["name"])
 
 
-def describe_playbook(path: Path, _importing: tuple[Path, ...] = ()) -> list[str]:
+_HOSTS_VAR = re.compile(r"""^\{\{\s*(\w+)\s*\|\s*default\(\s*['"]([^'"]*)['"]\s*\)\s*\}\}$""")
+
+
+def _hosts(hosts, variables: dict) -> str:
+    """A play's hosts as the run will see them: `{{ var | default('group') }}` with the importing playbook's vars."""
+    match = _HOSTS_VAR.match(str(hosts).strip())
+    return str(variables.get(match[1], match[2])) if match else str(hosts)
+
+
+def describe_playbook(path: Path, _importing: tuple[Path, ...] = (), _vars: dict | None = None) -> list[str]:
     """One line per play, following import_playbook, as '<hosts>: <play name> [roles]'.
 
     A missing, cyclic or unreadable import is a TfprovError (one line), never a traceback.
@@ -88,13 +98,13 @@ def describe_playbook(path: Path, _importing: tuple[Path, ...] = ()) -> list[str
             target = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
             if not isinstance(target, str) or not target.strip():
                 raise TfprovError(f"{path}: import_playbook needs a file name")
-            lines += describe_playbook(path.parent / target, (*_importing, path))
+            lines += describe_playbook(path.parent / target, (*_importing, path), play.get("vars") or {})
             continue
         roles = [r.get("role") or r.get("name") if isinstance(r, dict) else r for r in play.get("roles") or []]
         roles += [_role_entry(task[key]) for task in play.get("tasks") or [] for key in _ROLE_TASKS
                   if isinstance(task, dict) and isinstance(task.get(key), dict) and "name" in task[key]]
         suffix = f"  [roles: {', '.join(map(str, roles))}]" if roles else ""
-        lines.append(f"{play.get('hosts', '?')}: {play.get('name', 'unnamed play')}{suffix}")
+        lines.append(f"{_hosts(play.get('hosts', '?'), _vars or {})}: {play.get('name', 'unnamed play')}{suffix}")
     return lines
 
 

@@ -34,19 +34,35 @@ def tensorflow_cpu(tf_version: str) -> str:
     return matrix["tensorflow"][versions[-1] if tf_version == "latest" else tf_version]["latest_patch"]
 
 
+def serving_api() -> str:
+    """tensorflow-serving-api of the newest TF Serving release in the matrix (the stand-in image's gRPC API)."""
+    from compat import version_tuple
+
+    releases = yaml.safe_load((ROOT / "data" / "compat.yml").read_text())["tf_serving"]["releases"]
+    return releases[max(releases, key=version_tuple)]["latest_patch"]
+
+
+PLATFORMS = [arg for tag in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
+                             "manylinux_2_28_x86_64", "linux_x86_64") for arg in ("--platform", tag)]
+
+
 def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
-    """tensorflow-cpu and everything it needs, plus ipykernel and pip (the stand-in conda installs pip from it)."""
-    platforms = [arg for tag in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_27_x86_64",
-                                 "manylinux_2_28_x86_64", "linux_x86_64") for arg in ("--platform", tag)]
+    """tensorflow-cpu and everything it needs, plus ipykernel and pip (the stand-in conda installs pip from it),
+    JupyterLab (the notebook service) and tensorflow-serving-api (the serving stand-in image)."""
     for python in pythons:
-        print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} ipykernel for Python {python}",
-              flush=True)
+        print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} ipykernel jupyterlab "
+              f"for Python {python}", flush=True)
         rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
-                              "--python-version", python, "--implementation", "cp", *platforms,
-                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel", "pip"])
+                              "--python-version", python, "--implementation", "cp", *PLATFORMS,
+                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel",
+                              "jupyterlab", "pip"])
         if rc:
             return rc
-    return 0
+    # Pure Python, but it requires the full `tensorflow` wheel (620 MB): beside tensorflow-cpu it goes in with
+    # --no-deps, its real needs (grpcio, protobuf) come with tensorflow-cpu above.
+    print(f"wheelhouse {dest}: tensorflow-serving-api=={serving_api()} (--no-deps)", flush=True)
+    return subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                            "-d", str(dest), f"tensorflow-serving-api=={serving_api()}"])
 
 
 def main() -> int:

@@ -37,20 +37,20 @@ def test_plan_preflight_shows_plays_and_roles(capsys):
 
 def test_plan_list(capsys):
     rc, out, _ = _run(capsys, "plan", "--list")
-    assert rc == 0 and {line.split()[0] for line in out.splitlines()} >= {"preflight", "node", "cluster"}
+    assert rc == 0 and {line.split()[0] for line in out.splitlines()} >= {"preflight", "node", "serving", "cluster"}
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, node, preflight"),
+        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, node, preflight, serving"),
         (["run", "nope"], "unknown plan 'nope'"),
         (["run", "preflight", "-i", "no/such/inventory.yml"], "inventory no/such/inventory.yml does not exist"),
         (["run", "preflight", "-e", "novalue"], "expected key=value"),
         (["run", "preflight", "-e", "@/no/such/vars.yml"], "extra vars file /no/such/vars.yml does not exist"),
         (["run", "preflight", "-e", "{bad: [yaml"], "not valid YAML/JSON"),
         (["run", "preflight", "-e", "1abc=2"], "invalid variable name '1abc'"),
-        (["run", "cluster"], "needs playbooks this checkout does not have yet: cluster.yml, serving.yml"),
+        (["run", "cluster"], "needs playbooks this checkout does not have yet: cluster.yml"),
         (["up", "local", "--nodes", "2", "--roles", "chief"], "--roles names 1 roles for 2 nodes"),
     ],
 )
@@ -101,3 +101,13 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check(capsys):
     assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
     assert "[roles: tfprov.gpu.nvidia_driver]" in plays[1]
     assert plays[-1].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
+
+
+def test_plan_serving_resolves_only_the_serving_nodes_first(capsys):
+    rc, out, _ = _run(capsys, "plan", "serving")
+    assert rc == 0
+    plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
+    assert all(play.startswith("- tfprov_serving: ") for play in plays), plays
+    assert "tfprov.gpu.nvidia_docker:resolve, tfprov.gpu.tf_serving:resolve" in plays[0]
+    assert [p.split("[roles: ")[1] for p in plays[1:]] == [
+        "tfprov.gpu.nvidia_driver]", "tfprov.gpu.nvidia_docker]", "tfprov.gpu.tf_serving]"]

@@ -47,3 +47,22 @@ def test_ssh_labels_point_at_the_key_and_recorded_host_keys(tmp_path):
     labels = nodes.ssh_labels(files)
     assert labels == {"tfprov.ssh_user": "debian", "tfprov.ssh_key": str(tmp_path / ".tfprov/local/ssh/id_ed25519"),
                       "tfprov.ssh_known_hosts": str(tmp_path / ".tfprov/local/ssh/known_hosts")}
+
+
+def test_only_serving_nodes_get_what_an_engine_inside_needs():
+    serving, worker = nodes.Node(2, "serving", "bookworm"), nodes.Node(1, "worker", "bookworm")
+    assert serving.runs_engine and not worker.runs_engine
+    assert "SYS_ADMIN" in serving.run_args and "/sys/fs/cgroup:/sys/fs/cgroup:rw" in serving.run_args
+    assert "SYS_ADMIN" not in worker.run_args and "/sys/fs/cgroup:/sys/fs/cgroup:ro" in worker.run_args
+    archives = f"{nodes.serving_image.ARCHIVE_DIR}:{nodes.serving_image.ARCHIVE_DIR}:ro"
+    assert archives in serving.mounts and archives not in worker.mounts
+
+
+def test_serving_labels_name_the_stand_in_and_this_checkouts_example(tmp_path):
+    import json
+
+    labels = nodes.serving_labels("tfprov/serving-stand-in:2.21.0", tmp_path / "a.tar", tmp_path)
+    assert labels["tfprov.serving_image"] == "tfprov/serving-stand-in:2.21.0"
+    assert labels["tfprov.serving_archive"] == str(tmp_path / "a.tar")
+    [model] = json.loads(labels["tfprov.serving_models"])
+    assert model["name"] == "digits" and model["source"] == str(tmp_path / "examples/digits/export/digits")

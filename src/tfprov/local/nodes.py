@@ -15,7 +15,7 @@ from rich.console import Console
 
 from ..errors import TfprovError
 from ..project import project_root
-from . import images, ssh
+from . import images, serving_image, ssh
 from .commands import apt_install, docker, is_root
 from .engine import ensure_engine
 
@@ -28,6 +28,15 @@ HOST_CA_BUNDLE = Path(os.environ.get("TFPROV_HOST_CA_BUNDLE", "/etc/ssl/certs/ca
 NODE_CA_BUNDLE = "/usr/local/share/tfprov/host-ca.crt"
 SYSTEMD_RUN = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
                "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"]
+# Nodes that run a Docker engine of their own (serving): what that engine needs to mount, make cgroups and
+# set up seccomp for its containers. The engine's daemon.json keeps it off the host's network (no bridge,
+# no iptables): the inventories hand those settings to the nvidia_docker role. /var/lib/docker is an anonymous
+# volume (the host's file system, removed with the node): there the inner engine can use overlay2, not vfs.
+ENGINE_RUN = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--cgroupns", "host",
+              "-v", "/var/lib/docker", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+              "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN",
+              "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
+ENGINE_ROLES = ("serving",)
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,19 @@ class Node:
                 "tfprov.suite": self.suite, images.RECIPE_LABEL: images.recipe_digest(), **ports, **ca}
 
     @property
+    def runs_engine(self) -> bool:
+        return self.role in ENGINE_ROLES
+
+    @property
     def mounts(self) -> list[str]:
-        return ["-v", f"{HOST_CA_BUNDLE}:{NODE_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.is_file() else []
+        ca = ["-v", f"{HOST_CA_BUNDLE}:{NODE_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.is_file() else []
+        # The serving image cannot be pulled here: its `docker save` archive is read from the host's image cache.
+        archives = ["-v", f"{serving_image.ARCHIVE_DIR}:{serving_image.ARCHIVE_DIR}:ro"] if self.runs_engine else []
+        return ca + archives
+
+    @property
+    def run_args(self) -> list[str]:
+        return ENGINE_RUN if self.runs_engine else SYSTEMD_RUN
 
 
 def ssh_labels(files: ssh.SshFiles) -> dict[str, str]:
@@ -110,6 +130,16 @@ def _wait_systemd(name: str, timeout: float = 90) -> str:
     return state
 
 
+def serving_labels(image: str, archive: Path, root: Path) -> dict[str, str]:
+    """What the inventories hand the tf_serving role on serving nodes: the stand-in image, its archive, and the
+    example model (this checkout's examples/digits), so `tfprov run serving` serves something out of the box."""
+    example = root / "examples" / "digits"
+    models = [{"name": "digits", "source": str(example / "export" / "digits"),
+               "sample_input": str(example / "sample_request.json")}]
+    return {"tfprov.serving_image": image, "tfprov.serving_archive": str(archive),
+            "tfprov.serving_models": json.dumps(models, separators=(",", ":"))}
+
+
 def _converge_container(node: Node, labels: dict[str, str], existing: dict | None, image: str,
                         console: Console) -> None:
     if existing and all(existing["labels"].get(k) == v for k, v in labels.items()):
@@ -120,10 +150,10 @@ def _converge_container(node: Node, labels: dict[str, str], existing: dict | Non
             console.print(f"{node.name}: running")
         return
     if existing:
-        docker("rm", "-f", node.name, what=f"replacing {node.name}")
+        docker("rm", "-f", "-v", node.name, what=f"replacing {node.name}")
     label_args = [arg for k, v in labels.items() for arg in ("--label", f"{k}={v}")]
     docker("run", "-d", "--name", node.name, "--network", "host", "--stop-signal", "SIGRTMIN+3",
-           *SYSTEMD_RUN, *node.mounts, *label_args, image,
+           *node.run_args, *node.mounts, *label_args, image,
            "/lib/systemd/systemd", what=f"creating {node.name}")
     console.print(f"{node.name}: created ({node.role}, {node.suite})")
 
@@ -145,12 +175,16 @@ def up(count: int, suite: str, console: Console, roles: list[str] | None = None)
     if not shutil.which("ssh-keygen") and is_root():  # ssh and ssh-keygen: SSH mode's controller side
         apt_install(console, "openssh-client")
     public_key = ssh.ensure_key_pair(files)
+    serving = {}
+    if any(node.runs_engine for node in wanted):
+        serving = serving_labels(*serving_image.build_serving_image(None, console), project_root())
     existing = {n["name"]: n for n in local_nodes()}
     for extra in sorted(set(existing) - {n.name for n in wanted}):
-        docker("rm", "-f", extra, what=f"removing {extra}")
+        docker("rm", "-f", "-v", extra, what=f"removing {extra}")
         console.print(f"{extra}: removed (not among the {count} nodes asked for)")
     for node in wanted:
-        _converge_container(node, node.labels | ssh_labels(files), existing.get(node.name), image, console)
+        labels = node.labels | ssh_labels(files) | (serving if node.runs_engine else {})
+        _converge_container(node, labels, existing.get(node.name), image, console)
     known_hosts = []
     for node in wanted:
         state = _wait_systemd(node.name)
@@ -164,7 +198,7 @@ def up(count: int, suite: str, console: Console, roles: list[str] | None = None)
 def down(console: Console) -> int:
     nodes = local_nodes()
     for node in nodes:
-        docker("rm", "-f", node["name"], what=f"removing {node['name']}")
+        docker("rm", "-f", "-v", node["name"], what=f"removing {node['name']}")
         console.print(f"{node['name']}: removed")
     ssh.ssh_files(project_root()).known_hosts.unlink(missing_ok=True)  # their host keys went with them
     return len(nodes)
