@@ -22,17 +22,19 @@ def _ms(value) -> str:
 
 
 def serving_table(found: dict[str, list[dict]]) -> Table:
-    out = Table(title="TF Serving: every configured model version, and the latency of predicts over REST",
-                title_justify="left")
-    for column in ("host", "model", "version", "state", "predicts", "p50 ms", "p99 ms", "endpoints"):
+    out = Table(title="TF Serving: each model's served version, the latency of its predicts over REST, every version "
+                      "the server tracks", title_justify="left")
+    for column in ("host", "model", "version", "state", "predicts", "p50 ms", "p99 ms", "all versions", "endpoints"):
         out.add_column(column, justify="right" if column in ("version", "predicts", "p50 ms", "p99 ms") else "left")
     for host, rows in sorted(found.items()):
         for row in rows:
             state = row.get("state", "?")
             style = "green" if state == "AVAILABLE" else "red"
             endpoints = " ".join(f"{kind} {row[kind]}" for kind in ("grpc", "rest") if row.get(kind))
+            versions = " ".join(f"{v}:{state}" for v, state in (row.get("versions") or {}).items())
             out.add_row(host, str(row.get("model", "?")), str(row.get("version", "?")), f"[{style}]{state}[/{style}]",
-                        str(row.get("predicts", "-")), _ms(row.get("p50_ms")), _ms(row.get("p99_ms")), endpoints)
+                        str(row.get("predicts", "-")), _ms(row.get("p50_ms")), _ms(row.get("p99_ms")), versions,
+                        endpoints)
     return out
 
 

@@ -16,13 +16,14 @@ def _render(table) -> str:
 def test_serving_rows_come_from_the_hosts_that_served():
     report = _report(**{"tfprov-local-2": {"serving": [{"model": "digits", "version": 2, "state": "AVAILABLE",
                                                          "predicts": 20, "p50_ms": 3.21, "p99_ms": 9.9,
+                                                         "versions": {"1": "END", "2": "AVAILABLE"},
                                                          "grpc": "10.0.0.5:8500", "rest": "10.0.0.5:8501"}]},
                         "tfprov-local-1": {"gpu_check": {}}})
     found = services.serving(report)
     assert list(found) == ["tfprov-local-2"]
     text = _render(services.serving_table(found))
     assert "digits" in text and "AVAILABLE" in text and "3.2" in text and "9.9" in text
-    assert "grpc 10.0.0.5:8500 rest 10.0.0.5:8501" in text
+    assert "grpc 10.0.0.5:8500 rest 10.0.0.5:8501" in text and "1:END 2:AVAILABLE" in text
 
 
 def test_a_version_that_is_not_available_shows_its_state_and_no_latency():

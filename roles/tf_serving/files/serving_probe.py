@@ -42,7 +42,7 @@ def percentile(values, pct):
 def probe(url, model, checks):
     name, expected = model["name"], [int(v) for v in model.get("expected") or []]
     row = {"model": name, "version": max(expected) if expected else None, "state": "UNKNOWN", "versions": {},
-           "p50_ms": None, "p99_ms": None, "predictions": None}
+           "predicts": 0, "p50_ms": None, "p99_ms": None, "predictions": None}
     errors = []
     try:
         code, status = call(f"{url}/v1/models/{name}")
@@ -83,6 +83,7 @@ def probe(url, model, checks):
             if checks > 0:
                 continue  # the first call may warm caches: time the next ones
         latencies.append(elapsed)
+    row["predicts"] = len(latencies)
     row["p50_ms"], row["p99_ms"] = percentile(latencies, 50), percentile(latencies, 99)
     return row, errors
 
