@@ -12,13 +12,15 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images serving-image wheelhouse demo lint unit integration molecule heavy bench-converge build test clean
+.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image demo lint unit integration molecule molecule-cluster cluster-faults heavy bench-converge bench-cluster build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
 	@echo "make test   - lint, unit tests, collection build, molecule, integration tests (what CI runs)"
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
+	@echo "make bench-cluster  - fresh and no-op tfprov run cluster on 1, 2 and 4 local nodes (a benchmark)"
+	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, then recovered (too long for CI)"
 
 $(BIN)/tfprov: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +66,10 @@ build: venv
 wheelhouse: venv
 	$(BIN)/python tests/support/wheelhouse.py --dest $(WHEELHOUSE)
 
+# tfprov/node-baked:bookworm: a node converged by gpu_node.yml, committed (cached by a digest of what made it).
+baked-image: images wheelhouse
+	$(BIN)/python tests/support/bake_node.py --suite bookworm --wheelhouse $(WHEELHOUSE)
+
 # Each scenario as "<role>/molecule/<scenario>": run from the role directory, timed. Shared settings are in
 # .config/molecule/config.yml; TFPROV_SCENARIO names its instances (unique across scenarios).
 define run_scenarios
@@ -72,8 +78,13 @@ define run_scenarios
 	  echo "molecule $$role/$$name: passed in $$(( $$(date +%s) - start )) s"; done
 endef
 
-molecule: images wheelhouse serving-image
+molecule: images wheelhouse serving-image molecule-cluster
 	$(call run_scenarios,$(CI_SCENARIOS))
+
+# The collection-level scenario (molecule/cluster): four nodes from the baked image, both strategies.
+molecule-cluster: baked-image
+	start=$$(date +%s); $(BIN)/molecule test -s cluster; \
+	  echo "molecule cluster: passed in $$(( $$(date +%s) - start )) s"
 
 heavy: images wheelhouse
 	$(call run_scenarios,$(HEAVY_SCENARIOS))
@@ -82,8 +93,16 @@ heavy: images wheelhouse
 bench-converge: images wheelhouse
 	$(BIN)/python bench/converge_scale.py --nodes 1 2 4 8 --wheelhouse $(WHEELHOUSE) --noop-runs 2
 
-integration: images serving-image
-	$(BIN)/pytest -q -m integration
+# A benchmark, not a test (it replaces the local cloud): fresh and no-op `tfprov run cluster` on 1, 2 and 4 nodes.
+bench-cluster: images wheelhouse
+	$(BIN)/python bench/cluster_scale.py --nodes 1 2 4 --wheelhouse $(WHEELHOUSE) --noop-runs 2
+
+integration: images serving-image baked-image
+	$(BIN)/pytest -q -m "integration and not cluster_faults"
+
+# Faults injected into `tfprov run cluster` (a task killed mid-check, a re-run recovering): minutes, not for every CI run.
+cluster-faults: images baked-image
+	$(BIN)/pytest -q -m cluster_faults
 
 test: lint unit build molecule integration
 

@@ -64,14 +64,15 @@ def tfprov(*args: str, runs_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run([exe, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
 
 
-def measure_run(nodes: int, kind: str, extra: list[str], runs_dir: Path) -> dict:
-    """One `tfprov run node`, timed from outside, with what its report and events say."""
-    before_runs = set(runs_dir.glob("*-node*"))
+def measure_run(nodes: int, kind: str, extra: list[str], runs_dir: Path, plan: str = "node",
+                details=None) -> dict:
+    """One `tfprov run PLAN`, timed from outside, with what its report and events say (and details(report))."""
+    before_runs = set(runs_dir.glob(f"*-{plan}*"))
     load = os.getloadavg()[0]
     cpu0, wall0 = controller_cpu_seconds(), time.monotonic()
-    proc = tfprov("run", "node", *extra, runs_dir=runs_dir)
+    proc = tfprov("run", plan, *extra, runs_dir=runs_dir)
     wall, cpu = time.monotonic() - wall0, controller_cpu_seconds() - cpu0
-    new = sorted(set(runs_dir.glob("*-node*")) - before_runs)
+    new = sorted(set(runs_dir.glob(f"*-{plan}*")) - before_runs)
     report = json.loads((new[-1] / "report.json").read_text()) if new else {"hosts": {}}
     counts = task_counts(new[-1]) if new else {"tasks": 0, "task_results": 0}
     return {
@@ -82,9 +83,33 @@ def measure_run(nodes: int, kind: str, extra: list[str], runs_dir: Path) -> dict
         "hosts_ok": sum(host.get("status") in ("ok", "changed") for host in report["hosts"].values()),
         "controller_cpu_s": round(cpu, 1),
         "load_1m_before": round(load, 2),
+        **(details(report) if details else {}),
         "run_dir": str(new[-1]) if new else None,
         **({"output_tail": (proc.stdout + proc.stderr)[-1500:]} if proc.returncode else {}),
     }
+
+
+def measure_node_counts(args, extra: list[str], runs_dir: Path, plan: str = "node", up_args: tuple = (),
+                        details=None) -> list[dict]:
+    """For each of args.nodes: a fresh local cloud of that many nodes, a fresh run, args.noop_runs no-op runs (each
+    printed on stderr as it ends); the local cloud is removed at the end."""
+    runs: list[dict] = []
+    try:
+        for nodes in args.nodes:
+            wait_for_quiet(args.wait_load, args.max_wait)
+            tfprov("down", "local", runs_dir=runs_dir)
+            up = tfprov("up", "local", "--nodes", str(nodes), *up_args, runs_dir=runs_dir)
+            if up.returncode:
+                runs.append({"nodes": nodes, "run": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]})
+                break
+            for kind in ["fresh"] + ["noop"] * args.noop_runs:
+                runs.append(measure_run(nodes, kind, extra, runs_dir, plan, details))
+                print(json.dumps({k: v for k, v in runs[-1].items() if k != "output_tail"}), file=sys.stderr)
+                if runs[-1]["rc"]:
+                    break
+    finally:
+        tfprov("down", "local", runs_dir=runs_dir)
+    return runs
 
 
 def summary(runs: list[dict]) -> dict:
@@ -134,26 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", help="keep the run directories here (default: a temporary directory)")
     parser.add_argument("--out", help="write the JSON here too")
     args = parser.parse_args(argv)
-    runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tfprov-converge-scale-") as tmp, served(args.wheelhouse) as url:
         runs_dir = Path(args.runs_dir or tmp)
         runs_dir.mkdir(parents=True, exist_ok=True)
         extra = ["-e", f"tfprov_pip_find_links={url}", "-e", "tfprov_pip_no_index=true"] if url else []
-        try:
-            for nodes in args.nodes:
-                wait_for_quiet(args.wait_load, args.max_wait)
-                tfprov("down", "local", runs_dir=runs_dir)
-                up = tfprov("up", "local", "--nodes", str(nodes), runs_dir=runs_dir)
-                if up.returncode:
-                    runs.append({"nodes": nodes, "run": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]})
-                    break
-                for kind in ["fresh"] + ["noop"] * args.noop_runs:
-                    runs.append(measure_run(nodes, kind, extra, runs_dir))
-                    print(json.dumps({k: v for k, v in runs[-1].items() if k != "output_tail"}), file=sys.stderr)
-                    if runs[-1]["rc"]:
-                        break
-        finally:
-            tfprov("down", "local", runs_dir=runs_dir)
+        runs = measure_node_counts(args, extra, runs_dir)
     report = {"cpus": os.cpu_count(), "wheelhouse": bool(args.wheelhouse), "runs": runs, "summary": summary(runs)}
     text = json.dumps(report, indent=2)
     if args.out:

@@ -8,9 +8,13 @@ cd "$tmp"  # away from the checkout's ansible.cfg, which links the checkout as t
 ansible-galaxy collection install --force --no-deps -p "$tmp" "$tarball" >/dev/null
 installed="$tmp/ansible_collections/tfprov/gpu/plugins"
 for plugin in "module tfprov.gpu.preflight_facts" "module tfprov.gpu.nvidia_gpu_facts" "module tfprov.gpu.cuda_libs_facts" \
-    "inventory tfprov.gpu.docker_containers"; do
+    "module tfprov.gpu.dist_job_status" "inventory tfprov.gpu.docker_containers"; do
   set -- $plugin
   ANSIBLE_COLLECTIONS_PATH=$tmp ansible-doc -t "$1" "$2" 2>&1 | grep -q "$installed" \
     || { echo "$2 does not load from the installed tarball" >&2; exit 1; }
+done
+# Files the roles run on nodes from the collection itself (the built-in distributed check is bench/dist_check.py).
+for file in bench/dist_check.py bench/gpu_check.py roles/dist_tf_cluster/files/tf_server.py playbooks/cluster.yml; do
+  [ -f "$tmp/ansible_collections/tfprov/gpu/$file" ] || { echo "$file is missing from the tarball" >&2; exit 1; }
 done
 echo "collection tarball installs and its plugins load: $(basename "$tarball")"

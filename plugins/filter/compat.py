@@ -91,6 +91,11 @@ def pinned_version(spec):
     return compat.pinned_version(spec)
 
 
+def legacy_keras(tf_version, matrix=None):
+    """The tf_keras version to install beside this TensorFlow (Keras 2 for multi-worker fit), or None."""
+    return compat.legacy_keras_version(_matrix(matrix), tf_version)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -103,4 +108,5 @@ class FilterModule(object):
             "pinned_version": pinned_version,
             "matrix_section": matrix_section,
             "gpu_peaks": gpu_peaks,
+            "legacy_keras": legacy_keras,
         }

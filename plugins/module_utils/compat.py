@@ -255,3 +255,17 @@ def resolve_stack(matrix, tf_version=None, cuda=None, cudnn=None, driver=None, g
         "pip_cuda_packages": row.get("pip_cuda_packages") or {},
         "warnings": warnings,
     }
+
+
+def legacy_keras_version(matrix, tf_version):
+    """The tf_keras release for a TensorFlow version ('2.21', '2.21.0'), e.g. '2.21.0'; None before Keras 3
+    became tf.keras (TF < 2.16, where tf.keras already is Keras 2) or for a TensorFlow the matrix does not list."""
+    legacy = (matrix.get("distributed") or {}).get("legacy_keras") or {}
+    if not tf_version or not legacy:
+        return None
+    if tf_version == "latest":
+        tf_version = tf_versions(matrix)[-1]
+    key = _major_minor(tf_version)
+    if version_tuple(key) < version_tuple(legacy.get("since_tensorflow", "0")):
+        return None
+    return (legacy.get("releases") or {}).get(key)

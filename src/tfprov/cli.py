@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, bench, crashlog, extravars, services
+from . import __version__, bench, cluster, crashlog, extravars, services
 from . import plan as plan_mod
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
 from .local import engine as local_engine
@@ -25,6 +26,8 @@ from .runner import RunOptions, run_plan
 DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
+CLUSTER_PLAYBOOK = "cluster.yml"
+STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 
 
 def _positive(value: str) -> int:
@@ -69,6 +72,19 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run a plan's playbooks in order through ansible-runner and write a report.",
                        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("name", help="plan name, e.g. preflight")
+    job = r.add_argument_group(
+        "distributed TensorFlow (plans that run cluster.yml: tfprov run cluster)",
+        "These become the extra vars dist_tf_cluster_job, dist_tf_cluster_job_args and tfprov_dist_strategy,\n"
+        "and win over the same variables given with -e.")
+    job.add_argument("--job", metavar="PATH",
+                     help="your training script (.py), or a directory holding it, for the cluster's tasks to run with "
+                          "TF_CONFIG set (default: the built-in distributed check, bench/dist_check.py)")
+    job.add_argument("--job-arg", action="append", metavar="ARG",
+                     help="an argument for the job (repeatable, in order); write --job-arg=--epochs=3 for one that "
+                          "starts with '-'")
+    job.add_argument("--strategy", choices=STRATEGIES,
+                     help="tf.distribute strategy (default multi_worker_mirrored; parameter_server needs a tfprov_ps "
+                          "node)")
     b = sub.add_parser("bench", help="run the GPU check and matmul bench on every node (the plan 'bench')",
                        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     b.set_defaults(name="bench")
@@ -89,9 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
         u = sub.add_parser(verb, help=text)
         u.add_argument("target", choices=["local"], help="only 'local' (container nodes) for now")
         if verb == "up":
-            u.add_argument("-n", "--nodes", type=_positive, default=3, help="how many nodes (default 3)")
-            u.add_argument("--suite", choices=local_images.SUITES, default="bookworm", help="Debian suite")
-            u.add_argument("--roles", help="comma-separated node roles, e.g. chief,worker,ps")
+            u.add_argument("-n", "--nodes", type=_positive, default=3,
+                           help="how many nodes (default 3). Their roles: 1 chief; 2 chief, worker; 3 chief, worker, "
+                                "ps; 4 chief, worker, worker, ps; 5 the same and serving; more: more workers")
+            u.add_argument("--suite", choices=local_images.SUITES,
+                           help="Debian suite (default: the --image's own, else bookworm)")
+            u.add_argument("--roles", help=f"comma-separated node roles, one per node, instead of the default layout, "
+                                           f"e.g. chief,worker,worker,evaluator; roles: {', '.join(local_nodes.ROLES)}")
+            u.add_argument("--image", metavar="NAME",
+                           help="start the nodes from this image (one baked from a converged node: make baked-image "
+                                "builds tfprov/node-baked:<suite>) instead of tfprov/node:<suite>; nodes from "
+                                "another image are replaced")
 
     e = sub.add_parser("engine", help="make sure a Docker engine with host-only networking runs")
     e.set_defaults(target=None)
@@ -137,11 +161,40 @@ def durations_table(report: dict) -> Table:
     return table
 
 
+def job_extravars(args, plan: plan_mod.Plan) -> dict:
+    """--job, --job-arg and --strategy as the extra vars the dist_tf_cluster role reads; only for plans that run
+    cluster.yml, and only the ones given (so -e can still set the others)."""
+    given = {"--job": getattr(args, "job", None), "--job-arg": getattr(args, "job_arg", None),
+             "--strategy": getattr(args, "strategy", None)}
+    given = {flag: value for flag, value in given.items() if value is not None}
+    if not given:
+        return {}
+    if not any(step.playbook.name == CLUSTER_PLAYBOOK for step in plan.steps):
+        raise TfprovError(f"{next(iter(given))} applies to plans that run {CLUSTER_PLAYBOOK} (tfprov run cluster)")
+    found = {}
+    if "--job" in given:
+        path = Path(given["--job"]).expanduser()
+        if not path.exists():
+            raise TfprovError(f"--job {path} does not exist")
+        if path.is_file() and path.suffix != ".py":
+            raise TfprovError(f"--job {path} is not a Python script (.py): give the script or a directory holding it")
+        if path.is_dir() and not any(path.glob("*.py")):
+            raise TfprovError(f"--job {path} is a directory without a Python script (.py)")
+        found["dist_tf_cluster_job"] = str(path.resolve())
+    if "--job-arg" in given:
+        found["dist_tf_cluster_job_args"] = list(given["--job-arg"])
+    if "--strategy" in given:
+        found["tfprov_dist_strategy"] = given["--strategy"]
+    return found
+
+
 def cmd_run(args, out: Console) -> int:
     root = project_root()
     plan = plan_mod.resolve(args.name, root)
+    # The dedicated flags win over -e: they are the more specific way to say the same thing.
+    variables = extravars.parse(args.extra_vars) | job_extravars(args, plan)
     options = RunOptions(inventory=args.inventory, limit=args.limit, check=args.check,
-                         extravars=extravars.parse(args.extra_vars), forks=args.forks, keep_runs=args.keep_runs)
+                         extravars=variables, forks=args.forks, keep_runs=args.keep_runs)
     report, run_dir = run_plan(plan, root, options, Progress())
     out.print(summary_table(report))
     if report["plays"]:
@@ -177,13 +230,14 @@ def cmd_run(args, out: Console) -> int:
         out.print(services.serving_table(models))
     for line in services.notebook_lines(services.notebooks(report)):
         out.print(line, highlight=False, soft_wrap=True)
+    cluster.show(report, run_dir / "cluster", out)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     return report["rc"]
 
 
 def cmd_up(args, out: Console) -> int:
     roles = args.roles.split(",") if args.roles else None
-    nodes = local_nodes.up(args.nodes, args.suite, out, roles)
+    nodes = local_nodes.up(args.nodes, args.suite, out, roles, args.image)
     table = Table(title=f"local cloud: {len(nodes)} node(s)", title_justify="left")
     for column in ("node", "role", "suite", "ssh 127.0.0.1:", "tf port", "serving grpc", "serving rest"):
         table.add_column(column)
@@ -192,6 +246,7 @@ def cmd_up(args, out: Console) -> int:
         table.add_row(node.name, node.role, node.suite, str(ports["ssh_port"]), str(ports["tf_port"]),
                       str(ports["serving_grpc_port"]), str(ports["serving_rest_port"]))
     out.print(table)
+    out.print(f"image: {nodes[0].image_ref}", highlight=False)
     out.print(f"inventory: {DEFAULT_INVENTORY} (Docker API, as root)", highlight=False)
     out.print(f"inventory: {SSH_INVENTORY} (SSH as {local_nodes.ssh.LOGIN_USER}, sudo)", highlight=False)
     return 0

@@ -45,6 +45,17 @@ class Progress:
             self.task = data.get("task", "")
         elif kind == "runner_on_start":
             self._row(data["host"])["task"] = data.get("task", "")
+        elif kind == "runner_retry":
+            # A task polling until something ends (a distributed job): say where it stands, with its latest line.
+            res = data.get("res") or {}
+            line = str(res.get("last_line") or "").strip()
+            where = f"{data.get('task', '')} (poll {res.get('attempts', '?')}){': ' + line if line else ''}"
+            row = self._row(data["host"])
+            row["task"] = where
+            # One line per new log line, not per poll: a job's hour of polls must not flood a CI log.
+            if not self.live and line != row.get("polled"):
+                self.console.print(f"  [cyan]{'waiting':<11}[/cyan] {data['host']}  {where}", highlight=False)
+            row["polled"] = line
         elif kind in RESULT_EVENTS:
             outcome = RESULT_EVENTS[kind]
             if outcome == "ok" and (data.get("res") or {}).get("changed"):

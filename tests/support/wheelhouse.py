@@ -14,7 +14,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
-from compat import pinned_version  # noqa: E402 - plain module, no Ansible needed
+from compat import legacy_keras_version, pinned_version  # noqa: E402 - plain module, no Ansible needed
 
 DEFAULT = Path("/var/cache/tfprov/wheelhouse")
 
@@ -34,6 +34,13 @@ def tensorflow_cpu(tf_version: str) -> str:
     return matrix["tensorflow"][versions[-1] if tf_version == "latest" else tf_version]["latest_patch"]
 
 
+def distributed(tf_version: str) -> tuple[list[str], str | None]:
+    """What the distributed check needs in the TF env (scikit-learn: the digits data) and the tf_keras pin."""
+    matrix = yaml.safe_load((ROOT / "data" / "compat.yml").read_text())
+    keras = legacy_keras_version(matrix, tensorflow_cpu(tf_version))
+    return matrix["distributed"]["check_packages"], f"tf_keras=={keras}" if keras else None
+
+
 def serving_api() -> str:
     """tensorflow-serving-api of the newest TF Serving release in the matrix (the stand-in image's gRPC API)."""
     from compat import version_tuple
@@ -48,14 +55,23 @@ PLATFORMS = [arg for tag in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "m
 
 def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
     """tensorflow-cpu and everything it needs, plus ipykernel and pip (the stand-in conda installs pip from it),
-    JupyterLab (the notebook service) and tensorflow-serving-api (the serving stand-in image)."""
+    JupyterLab (the notebook service), the distributed check's packages, tf_keras and tensorflow-serving-api
+    (the serving stand-in image)."""
+    check_packages, keras = distributed(tf_version)
     for python in pythons:
         print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} ipykernel jupyterlab "
-              f"for Python {python}", flush=True)
+              f"{' '.join(check_packages)} for Python {python}", flush=True)
         rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
                               "--python-version", python, "--implementation", "cp", *PLATFORMS,
                               "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel",
-                              "jupyterlab", "pip"])
+                              "jupyterlab", "pip", *check_packages])
+        if rc:
+            return rc
+    if keras:
+        # Requires the full `tensorflow` wheel: beside tensorflow-cpu it goes in with --no-deps (pure Python).
+        print(f"wheelhouse {dest}: {keras} (--no-deps)", flush=True)
+        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                              "-d", str(dest), keras])
         if rc:
             return rc
     # Pure Python, but it requires the full `tensorflow` wheel (620 MB): beside tensorflow-cpu it goes in with

@@ -26,7 +26,26 @@ def test_plan_cluster_prints_the_ordered_steps(capsys):
     lines = out.splitlines()
     assert lines[0].startswith("plan cluster:")
     steps = [line.strip().split()[1] for line in lines[1:] if line.strip()[:2] in ("1.", "2.", "3.")]
-    assert steps == ["playbooks/gpu_node.yml", "playbooks/cluster.yml", "playbooks/serving.yml"]
+    assert steps == ["playbooks/cluster.yml"]  # the whole stack is one playbook
+    assert "TF_CONFIG from the inventory" in lines[0]
+
+
+def test_plan_cluster_describes_the_plays_of_cluster_yml(capsys, tmp_path, monkeypatch):
+    # The lead's playbooks/cluster.yml imports others and names plays by group: a checkout with a small one.
+    (tmp_path / "playbooks").mkdir()
+    (tmp_path / "galaxy.yml").write_text("namespace: t\nname: t\nversion: 1.0.0\n")
+    (tmp_path / "playbooks" / "resolve.yml").write_text(
+        "- name: Resolve\n  hosts: \"{{ tfprov_resolve_hosts | default('tfprov_nodes') }}\"\n")
+    (tmp_path / "playbooks" / "cluster.yml").write_text(
+        "- ansible.builtin.import_playbook: resolve.yml\n"
+        "- name: Start the distributed TensorFlow cluster\n  hosts: tfprov_nodes\n"
+        "  roles: [{role: tfprov.gpu.dist_tf_cluster}]\n")
+    monkeypatch.setenv("TFPROV_HOME", str(tmp_path))
+    rc, out, _ = _run(capsys, "plan", "cluster")
+    assert rc == 0
+    assert [line.strip() for line in out.splitlines()[1:]] == [
+        "1. playbooks/cluster.yml", "- tfprov_nodes: Resolve",
+        "- tfprov_nodes: Start the distributed TensorFlow cluster  [roles: tfprov.gpu.dist_tf_cluster]"]
 
 
 def test_plan_preflight_shows_plays_and_roles(capsys):
@@ -50,7 +69,12 @@ def test_plan_list(capsys):
         (["run", "preflight", "-e", "@/no/such/vars.yml"], "extra vars file /no/such/vars.yml does not exist"),
         (["run", "preflight", "-e", "{bad: [yaml"], "not valid YAML/JSON"),
         (["run", "preflight", "-e", "1abc=2"], "invalid variable name '1abc'"),
-        (["run", "cluster"], "needs playbooks this checkout does not have yet: cluster.yml"),
+        (["run", "preflight", "--job", "train.py"], "--job applies to plans that run cluster.yml (tfprov run cluster)"),
+        (["run", "node", "--strategy", "parameter_server"], "--strategy applies to plans that run cluster.yml"),
+        (["run", "node", "--job-arg=--epochs=3"], "--job-arg applies to plans that run cluster.yml"),
+        (["run", "cluster", "--job", "/no/such/train.py"], "--job /no/such/train.py does not exist"),
+        (["up", "local", "--nodes", "2", "--roles", "chief,gpu"], "unknown node role 'gpu': use chief, worker, ps, "
+                                                                  "evaluator or serving"),
         (["up", "local", "--nodes", "2", "--roles", "chief"], "--roles names 1 roles for 2 nodes"),
     ],
 )
@@ -111,3 +135,11 @@ def test_plan_serving_resolves_only_the_serving_nodes_first(capsys):
     assert "tfprov.gpu.nvidia_docker:resolve, tfprov.gpu.tf_serving:resolve" in plays[0]
     assert [p.split("[roles: ")[1] for p in plays[1:]] == [
         "tfprov.gpu.nvidia_driver]", "tfprov.gpu.nvidia_docker]", "tfprov.gpu.tf_serving]"]
+
+
+def test_a_plan_whose_playbook_is_not_there_yet_is_refused_in_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("TFPROV_RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr(cli.plan_mod, "load_plans", lambda: {"later": {"description": "d", "steps": ["later.yml"]}})
+    rc, _, err = _run(capsys, "run", "later")
+    assert rc == 2
+    assert err.strip() == "tfprov: error: plan 'later' needs playbooks this checkout does not have yet: later.yml"

@@ -1,4 +1,9 @@
+import io
+import json
+import subprocess
+
 import pytest
+from rich.console import Console
 
 from tfprov.errors import TfprovError
 from tfprov.local import images, nodes, ssh
@@ -8,9 +13,11 @@ from tfprov.local import images, nodes, ssh
     ("count", "roles"),
     [
         (1, ["chief"]),
+        (2, ["chief", "worker"]),
         (3, ["chief", "worker", "ps"]),
-        (4, ["chief", "worker", "ps", "serving"]),
-        (6, ["chief", "worker", "ps", "serving", "worker", "worker"]),
+        (4, ["chief", "worker", "worker", "ps"]),
+        (5, ["chief", "worker", "worker", "ps", "serving"]),
+        (7, ["chief", "worker", "worker", "ps", "serving", "worker", "worker"]),
     ],
 )
 def test_default_roles(count, roles):
@@ -19,7 +26,8 @@ def test_default_roles(count, roles):
 
 def test_explicit_roles_are_checked():
     assert nodes.assign_roles(2, ["worker", "worker"]) == ["worker", "worker"]
-    with pytest.raises(TfprovError, match="unknown node role 'gpu'"):
+    assert nodes.assign_roles(3, ["chief", "worker", "evaluator"]) == ["chief", "worker", "evaluator"]
+    with pytest.raises(TfprovError, match="unknown node role 'gpu': use chief, worker, ps, evaluator or serving"):
         nodes.assign_roles(1, ["gpu"])
     with pytest.raises(TfprovError, match="names 1 roles for 2 nodes"):
         nodes.assign_roles(2, ["chief"])
@@ -66,3 +74,51 @@ def test_serving_labels_name_the_stand_in_and_this_checkouts_example(tmp_path):
     assert labels["tfprov.serving_archive"] == str(tmp_path / "a.tar")
     [model] = json.loads(labels["tfprov.serving_models"])
     assert model["name"] == "digits" and model["source"] == str(tmp_path / "examples/digits/export/digits")
+
+
+def test_growing_the_cloud_past_five_nodes_keeps_the_roles_of_the_nodes_it_has():
+    for count in range(5, 10):
+        assert nodes.assign_roles(count + 1)[:count] == nodes.assign_roles(count)
+
+
+def test_a_node_records_its_image_so_a_node_from_another_image_is_replaced():
+    plain, baked = nodes.Node(1, "chief", "bookworm"), nodes.Node(1, "chief", "bookworm", "tfprov/node-baked:bookworm")
+    assert plain.labels[nodes.IMAGE_LABEL] == "tfprov/node:bookworm"
+    assert baked.labels[nodes.IMAGE_LABEL] == "tfprov/node-baked:bookworm"
+    assert {k: v for k, v in plain.labels.items() if k != nodes.IMAGE_LABEL} == {
+        k: v for k, v in baked.labels.items() if k != nodes.IMAGE_LABEL}
+
+
+def test_converge_replaces_a_node_started_from_another_image(monkeypatch):
+    calls = []
+    monkeypatch.setattr(nodes, "docker", lambda *args, **kwargs: calls.append(args) or "")
+    node = nodes.Node(1, "chief", "bookworm", "tfprov/node-baked:bookworm")
+    console = Console(file=io.StringIO())
+    nodes._converge_container(node, node.labels, {"state": "running", "labels": node.labels}, node.image_ref, console)
+    assert calls == []  # the same labels: left running
+    old = nodes.Node(1, "chief", "bookworm").labels
+    nodes._converge_container(node, node.labels, {"state": "running", "labels": old}, node.image_ref, console)
+    assert calls[0] == ("rm", "-f", "-v", "tfprov-local-1")
+    assert calls[1][0] == "run" and "tfprov/node-baked:bookworm" in calls[1]
+    assert "tfprov.image=tfprov/node-baked:bookworm" in calls[1]
+
+
+def _inspect(monkeypatch, labels, rc=0):
+    def fake_run(cmd, **kwargs):
+        assert cmd[:3] == ["docker", "image", "inspect"]
+        return subprocess.CompletedProcess(cmd, rc, json.dumps(labels) + "\n", "Error: No such image")
+
+    monkeypatch.setattr(nodes.subprocess, "run", fake_run)
+
+
+def test_a_baked_image_gives_its_suite_and_a_missing_one_is_one_line(monkeypatch):
+    _inspect(monkeypatch, {"tfprov.suite": "trixie", "tfprov.bake_digest": "x"})
+    assert nodes.image_suite("tfprov/node-baked:trixie", None) == "trixie"
+    assert nodes.image_suite("tfprov/node-baked:trixie", "trixie") == "trixie"
+    with pytest.raises(TfprovError, match="^image tfprov/node-baked:trixie holds Debian trixie, not bookworm"):
+        nodes.image_suite("tfprov/node-baked:trixie", "bookworm")
+    _inspect(monkeypatch, None)  # an image without labels: --suite, else bookworm
+    assert nodes.image_suite("mine", None) == "bookworm" and nodes.image_suite("mine", "trixie") == "trixie"
+    _inspect(monkeypatch, None, rc=1)
+    with pytest.raises(TfprovError, match=r"^image nope does not exist: bake it first \(make baked-image\)"):
+        nodes.image_suite("nope", None)

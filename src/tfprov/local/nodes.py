@@ -21,7 +21,19 @@ from .engine import ensure_engine
 
 CLUSTER_LABEL = "tfprov.cluster=local"
 NAME_PREFIX = "tfprov-local-"
-ROLES = ("chief", "worker", "ps", "serving")
+ROLES = ("chief", "worker", "ps", "evaluator", "serving")
+# The default layout by node count: the smallest cluster of each size that shows something new (a worker to
+# mirror with, a parameter server, a second worker, TF Serving); more nodes are more workers.
+DEFAULT_LAYOUTS = {
+    1: ("chief",),
+    2: ("chief", "worker"),
+    3: ("chief", "worker", "ps"),
+    4: ("chief", "worker", "worker", "ps"),
+    5: ("chief", "worker", "worker", "ps", "serving"),
+}
+IMAGE_LABEL = "tfprov.image"
+SUITE_LABEL = "tfprov.suite"
+DEFAULT_SUITE = "bookworm"
 # The host's CA bundle, mounted into every node: pip there must trust what the host trusts (a TLS-inspecting
 # proxy's CA, say). The inventory hands its path to the roles as tfprov_ca_bundle.
 HOST_CA_BUNDLE = Path(os.environ.get("TFPROV_HOST_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
@@ -44,6 +56,11 @@ class Node:
     index: int
     role: str
     suite: str
+    image: str = ""  # "" is the suite's node image, tfprov/node:<suite>
+
+    @property
+    def image_ref(self) -> str:
+        return self.image or images.image_name(self.suite)
 
     @property
     def name(self) -> str:
@@ -64,7 +81,8 @@ class Node:
         ports = {f"tfprov.{k}": str(v) for k, v in self.ports.items()}
         ca = {"tfprov.ca_bundle": NODE_CA_BUNDLE} if HOST_CA_BUNDLE.is_file() else {}
         return {"tfprov.cluster": "local", "tfprov.role": self.role, "tfprov.index": str(self.index),
-                "tfprov.suite": self.suite, images.RECIPE_LABEL: images.recipe_digest(), **ports, **ca}
+                SUITE_LABEL: self.suite, images.RECIPE_LABEL: images.recipe_digest(),
+                IMAGE_LABEL: self.image_ref, **ports, **ca}
 
     @property
     def runs_engine(self) -> bool:
@@ -89,17 +107,32 @@ def ssh_labels(files: ssh.SshFiles) -> dict[str, str]:
 
 
 def assign_roles(count: int, roles: list[str] | None = None) -> list[str]:
-    """chief, worker, ps, serving, then more workers; or exactly the roles asked for."""
+    """DEFAULT_LAYOUTS, then more workers (appended: growing the cloud keeps the nodes it has); or exactly the
+    roles asked for."""
     if roles:
         if len(roles) != count:
             raise TfprovError(f"--roles names {len(roles)} roles for {count} nodes")
         unknown = sorted(set(roles) - set(ROLES))
         if unknown:
-            raise TfprovError(f"unknown node role {unknown[0]!r}: use chief, worker, ps or serving")
+            raise TfprovError(f"unknown node role {unknown[0]!r}: use {', '.join(ROLES[:-1])} or {ROLES[-1]}")
         return roles
     if count < 1:
         raise TfprovError("--nodes must be at least 1")
-    return list(ROLES[:count]) + ["worker"] * max(0, count - len(ROLES))
+    largest = max(DEFAULT_LAYOUTS)
+    return list(DEFAULT_LAYOUTS[min(count, largest)]) + ["worker"] * max(0, count - largest)
+
+
+def image_suite(image: str, suite: str | None) -> str:
+    """The suite of a baked image (its tfprov.suite label, set by tests/support/bake_node.py), checked against
+    --suite. The image must exist here: there is no registry to pull it from."""
+    proc = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", image],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise TfprovError(f"image {image} does not exist: bake it first (make baked-image) or leave out --image")
+    baked = (json.loads(proc.stdout or "null") or {}).get(SUITE_LABEL)
+    if suite and baked and baked != suite:
+        raise TfprovError(f"image {image} holds Debian {baked}, not {suite}: leave out --suite or give another image")
+    return suite or baked or DEFAULT_SUITE
 
 
 def local_nodes() -> list[dict]:
@@ -113,7 +146,7 @@ def local_nodes() -> list[dict]:
     return sorted(nodes, key=lambda n: int(n["labels"].get("tfprov.index", 0)))
 
 
-def _wait_systemd(name: str, timeout: float = 90) -> str:
+def wait_systemd(name: str, timeout: float = 90) -> str:
     """systemd in the node has finished booting: 'running', or 'degraded' (a unit failed, the node works).
 
     Right after `docker run` systemd may not have its bus yet ("Failed to connect to bus"): ask again.
@@ -166,11 +199,22 @@ def _set_up_ssh(node: Node, public_key: str) -> str:
     return ssh.known_hosts_line(port, out.splitlines()[-1] if out else "")
 
 
-def up(count: int, suite: str, console: Console, roles: list[str] | None = None) -> list[Node]:
-    """Converge the local cloud to exactly these nodes: start what exists, create what is missing."""
-    wanted = [Node(i, role, suite) for i, role in enumerate(assign_roles(count, roles), 1)]
+def up(count: int, suite: str | None, console: Console, roles: list[str] | None = None,
+       image: str | None = None) -> list[Node]:
+    """Converge the local cloud to exactly these nodes: start what exists, create what is missing, replace what
+    differs (role, ports, image...).
+
+    suite: None is the image's own (a baked one's label), else bookworm.
+    image: start the nodes from it (one baked from a converged node) instead of tfprov/node:<suite>.
+    """
+    roles = assign_roles(count, roles)
     ensure_engine(console)
-    image = images.build_image(suite, console)
+    if image:
+        suite = image_suite(image, suite)
+    else:
+        suite = suite or DEFAULT_SUITE
+        image = images.build_image(suite, console)
+    wanted = [Node(i, role, suite, image) for i, role in enumerate(roles, 1)]
     files = ssh.ssh_files(project_root())
     if not shutil.which("ssh-keygen") and is_root():  # ssh and ssh-keygen: SSH mode's controller side
         apt_install(console, "openssh-client")
@@ -187,7 +231,7 @@ def up(count: int, suite: str, console: Console, roles: list[str] | None = None)
         _converge_container(node, labels, existing.get(node.name), image, console)
     known_hosts = []
     for node in wanted:
-        state = _wait_systemd(node.name)
+        state = wait_systemd(node.name)
         if state not in ("running", "degraded"):
             raise TfprovError(f"{node.name}: systemd did not finish booting ({state or 'no answer'})")
         known_hosts.append(_set_up_ssh(node, public_key))

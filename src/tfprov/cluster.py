@@ -1,0 +1,213 @@
+"""The distributed TensorFlow cluster a run left behind, read from its report: every task's outcome (a table, and
+the last log lines of a failed one), and the built-in distributed check (a table, a PNG and dist_check.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+TYPE_ORDER = ("chief", "worker", "ps", "evaluator")
+REPORT_PREFIX = '{"tfprov_dist_check"'
+FAILED_LOG_LINES = 10
+_LINE_CHARS = 100
+
+
+def _task_key(task: str) -> tuple[int, int, str]:
+    kind, _, index = str(task).partition(":")
+    order = TYPE_ORDER.index(kind) if kind in TYPE_ORDER else len(TYPE_ORDER)
+    return order, int(index) if index.isdigit() else 0, str(task)
+
+
+def tasks(report: dict) -> list[dict]:
+    """One row per job or server unit the run looked at, chief first, then workers, ps and evaluator by index."""
+    rows = []
+    for host, data in report["hosts"].items():
+        found = data.get("data") or {}
+        for kind, key in (("job", "dist_job"), ("server", "dist_server")):
+            if isinstance(found.get(key), dict):
+                rows.append({**found[key], "host": host, "kind": kind})
+    return sorted(rows, key=lambda row: (_task_key(row.get("task", "?")), row["kind"]))
+
+
+def failed(row: dict) -> bool:
+    return row.get("state") in ("failed", "never_run")
+
+
+def _state(row: dict) -> str:
+    state = row.get("state", "?")
+    style = {"succeeded": "green", "failed": "red", "never_run": "red"}.get(state)
+    if state == "running":  # a server's job is to keep running; a job still running when the run ended is news
+        style = "green" if row["kind"] == "server" else "yellow"
+    result = row.get("result")
+    text = f"{state} ({result})" if failed(row) and result and result != "success" else state
+    return f"[{style}]{escape(text)}[/{style}]" if style else escape(text)
+
+
+def _exit(row: dict) -> str:
+    if row.get("signal"):
+        return f"signal {row['signal']}"
+    return f"exit {row['exit_status']}" if row.get("exit_status") is not None else "-"
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS - 1] + "…"
+
+
+def last_line(row: dict) -> str:
+    """The newest log line that is not the check's JSON report (that one has a table of its own)."""
+    lines = [line for line in row.get("log_tail") or [] if line.strip() and not line.startswith(REPORT_PREFIX)]
+    return _short(lines[-1]) if lines else ""
+
+
+def task_table(rows: list[dict]) -> Table:
+    out = Table(title="distributed job: every task of the cluster", title_justify="left")
+    for column in ("task", "host", "runs", "result", "exit", "seconds", "restarts", "last log line"):
+        out.add_column(column, justify="right" if column in ("seconds", "restarts") else "left")
+    for row in rows:
+        runs = f"job {row.get('job') or ''}".strip() if row["kind"] == "job" else "tf.distribute.Server"
+        seconds = f"{row['seconds']:.1f}" if isinstance(row.get("seconds"), int | float) else "-"
+        out.add_row(escape(str(row.get("task", "?"))), row["host"], escape(runs), _state(row), _exit(row), seconds,
+                    str(row.get("restarts", "-")), escape(last_line(row)))
+    return out
+
+
+def failure_lines(rows: list[dict], limit: int = FAILED_LOG_LINES) -> list[str]:
+    """For each failed task: what it is, and its last log lines, so the reason shows without opening a file."""
+    out = []
+    for row in filter(failed, rows):
+        tail = [line for line in row.get("log_tail") or [] if not line.startswith(REPORT_PREFIX)][-limit:]
+        unit = row.get("unit") or row["kind"]
+        what = f"{row.get('task', '?')} on {row['host']} ({unit}): {row.get('state')}, {_exit(row)}"
+        out.append(f"{what}; its last {len(tail)} log line(s):" if tail else f"{what}; no log lines")
+        out += [f"  {_short(line)}" for line in tail]
+    return out
+
+
+def check_reports(rows: list[dict]) -> dict[str, dict]:
+    """{task: the built-in check's report} for the job tasks that printed one."""
+    return {row.get("task", row["host"]): row["report"] for row in rows
+            if row["kind"] == "job" and isinstance(row.get("report"), dict)}
+
+
+def summary(reports: dict[str, dict]) -> dict:
+    """The cluster's check: the chief's report (else the first task's), with every task's problems, and the
+    weights' digests compared across tasks (MWMS keeps one copy per worker: they must agree)."""
+    task = next(iter(sorted(reports, key=_task_key)))
+    chosen = reports[task]
+    problems = [f"{t}: {p}" for t, r in sorted(reports.items(), key=lambda item: _task_key(item[0]))
+                for p in r.get("problems") or []]
+    digests = {t: r["weights_digest"] for t, r in reports.items() if r.get("weights_digest")}
+    differ = chosen.get("weights_identical") is not None and len(set(digests.values())) > 1
+    if differ:
+        problems.append("the weights differ between tasks: " + ", ".join(
+            f"{t} {d[:12]}" for t, d in sorted(digests.items(), key=lambda item: _task_key(item[0]))))
+    ok = all(r.get("ok") for r in reports.values()) and not differ
+    return {"from_task": task, "ok": ok, "check": chosen, "problems": problems}
+
+
+def _yes(value) -> str:
+    if value is None:
+        return "-"
+    return "[green]yes[/green]" if value else "[red]no[/red]"
+
+
+def _number(value, fmt: str = "{:.1f}") -> str:
+    return fmt.format(value) if isinstance(value, int | float) else "-"
+
+
+def check_table(found: dict) -> Table:
+    check = found["check"]
+    verdict = "[green]ok[/green]" if found["ok"] else "[red]failed[/red]"
+    out = Table(title=f"distributed check: {verdict} (the report of {found['from_task']})", title_justify="left")
+    out.add_column("check")
+    out.add_column("result")
+    identical = check.get("weights_identical")
+    per_worker = check.get("examples_per_s") or {}
+    loss_style = "green" if check.get("loss_decreased") else "red"
+    participants = ", ".join(check.get("participants") or [])
+    rows = [
+        ("strategy", escape(str(check.get("strategy", "?")))),
+        ("workers", str(check.get("workers", "?"))),
+        ("steps", f"{check.get('steps', '?')} (batch {check.get('batch_per_worker', '?')} per worker)"),
+        ("loss first -> last", f"[{loss_style}]{_number(check.get('loss_first'), '{:.4f}')} -> "
+                               f"{_number(check.get('loss_last'), '{:.4f}')}[/{loss_style}]"),
+        ("every task took part", f"{_yes(check.get('all_took_part'))} ({escape(participants)})"),
+        ("identical weights", _yes(identical) if identical is not None else "- (the parameter servers hold them)"),
+        ("examples/s per worker", ", ".join(f"{t} {_number(v)}" for t, v in sorted(
+            per_worker.items(), key=lambda item: _task_key(item[0]))) or "-"),
+        ("cluster examples/s", _number(check.get("cluster_examples_per_s"))),
+        ("single-worker examples/s", _number(check.get("single_worker_examples_per_s"))),
+        ("scaling efficiency", _number(check.get("scaling_efficiency"), "{:.0%}")),
+    ]
+    for name, value in rows:
+        out.add_row(name, value)
+    for problem in found["problems"] or ["none"]:
+        out.add_row("problems", escape(problem) if problem == "none" else f"[red]{escape(problem)}[/red]")
+    return out
+
+
+def plot(found: dict, path: Path) -> Path:
+    """Examples/s of each worker and of the cluster, beside the ideal: each worker as fast as one alone, the
+    cluster as fast as all of them together (workers x single-worker)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    check = found["check"]
+    single = check.get("single_worker_examples_per_s") or 0.0
+    per_worker = sorted((check.get("examples_per_s") or {}).items(), key=lambda item: _task_key(item[0]))
+    labels = [task for task, _ in per_worker] + ["cluster"]
+    values = [float(v) for _, v in per_worker] + [float(check.get("cluster_examples_per_s") or 0.0)]
+    ideal = [single] * len(per_worker) + [single * int(check.get("workers") or len(per_worker))]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels)), 4.5))
+    x = range(len(labels))
+    ax.bar([i - 0.2 for i in x], ideal, width=0.4, color="#c7c7c7", hatch="//", edgecolor="#8c8c8c",
+           label="ideal: one worker alone; the cluster: workers x that")
+    bars = ax.bar([i + 0.2 for i in x], values, width=0.4, color=["#4c72b0"] * len(per_worker) + ["#dd8452"],
+                  label="measured")
+    ax.bar_label(bars, labels=[f"{v:.0f}" for v in values], fontsize=8)
+    ax.set_xticks(list(x), labels, fontsize=8)
+    ax.set_ylabel("examples/s")
+    efficiency = check.get("scaling_efficiency")
+    ax.set_title(f"{check.get('strategy', '?')}: {check.get('workers', '?')} worker(s)"
+                 + (f"\nscaling efficiency {efficiency:.0%}" if isinstance(efficiency, int | float) else ""),
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_json(rows: list[dict], found: dict, path: Path) -> Path:
+    """The check as the table shows it, every task's report, and every task's outcome."""
+    reports = check_reports(rows)
+    record = {**found, "reports": reports,
+              "tasks": [{k: v for k, v in row.items() if k != "report"} for row in rows]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def show(report: dict, directory: Path, out: Console) -> None:
+    """What cmd_run prints after its other tables; nothing when the run started no distributed task."""
+    rows = tasks(report)
+    if not rows:
+        return
+    out.print(task_table(rows))
+    for line in failure_lines(rows):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    reports = check_reports(rows)
+    if not reports:
+        return
+    found = summary(reports)
+    out.print(check_table(found))
+    png = plot(found, directory / "dist_check.png")
+    path = write_json(rows, found, directory / "dist_check.json")
+    out.print(f"distributed check: {path} and {png}", highlight=False)

@@ -1,0 +1,26 @@
+"""Shared by the cluster tests: four local nodes (chief, worker, worker, ps) from the image baked from a converged
+node (`make baked-image`), made once per test module and removed after it."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TFPROV = str(Path(sys.executable).parent / "tfprov")
+BAKED = os.environ.get("TFPROV_BAKED_IMAGE", "tfprov/node-baked:bookworm")
+
+
+@pytest.fixture(scope="module")
+def cluster_cloud(tmp_path_factory):
+    """The runs directory of a fresh four-node local cloud."""
+    runs = tmp_path_factory.mktemp("runs")
+    env = {**os.environ, "TFPROV_RUNS_DIR": str(runs)}
+    subprocess.run([TFPROV, "down", "local"], cwd=ROOT, env=env, capture_output=True)
+    proc = subprocess.run([TFPROV, "up", "local", "--nodes", "4", "--image", BAKED], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    yield runs
+    subprocess.run([TFPROV, "down", "local"], cwd=ROOT, env=env, capture_output=True)

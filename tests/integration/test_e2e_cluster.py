@@ -1,0 +1,126 @@
+"""`tfprov run cluster` on the local cloud, as README shows it: four nodes (chief, worker, worker, ps) started from
+the image baked from a converged node (`make baked-image`), the distributed check under the default strategy, a
+user's own MultiWorkerMirrored Keras script through --job, and a member unreachable at the start.
+
+Faults during a run (a task killed mid-check, then a re-run that recovers) are in test_cluster_faults.py, run by
+`make cluster-faults` (too long for every CI run).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+TFPROV = str(Path(sys.executable).parent / "tfprov")
+CHIEF, WORKER_1, WORKER_2, PS = (f"tfprov-local-{i}" for i in range(1, 5))
+SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
+
+# A user's script: it knows nothing of tfprov, reads only TF_CONFIG (through the strategy), trains with Keras's
+# fit (tf.keras: tf_keras under TF_USE_LEGACY_KERAS=1, which the role sets up) and prints its weights' digest.
+USER_JOB = '''
+import hashlib, json, os
+import numpy as np
+import tensorflow as tf
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+rng = np.random.default_rng(7)
+x = rng.normal(size=(512, 8)).astype("float32")
+y = (x @ rng.normal(size=(8, 1))).astype("float32")
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                 tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+options = tf.data.Options()
+options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+data = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).repeat().with_options(options)
+history = model.fit(data, epochs=3, steps_per_epoch=8, verbose=2)
+digest = hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights())).hexdigest()
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+print(f"USER-JOB {task['type']}:{task['index']} loss {history.history['loss'][-1]:.4f} weights {digest}")
+'''
+
+
+def tfprov(*args, runs_dir, timeout=1200):
+    env = {**os.environ, "TFPROV_RUNS_DIR": str(runs_dir)}
+    return subprocess.run([TFPROV, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def latest_report(runs_dir: Path) -> dict:
+    return json.loads(sorted(runs_dir.glob("*/report.json"))[-1].read_text())
+
+
+def jobs(report: dict) -> dict[str, dict]:
+    return {host: data["data"]["dist_job"] for host, data in report["hosts"].items()
+            if "dist_job" in (data.get("data") or {})}
+
+
+def node_sh(node: str, script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", "exec", node, "sh", "-c", script], capture_output=True, text=True)
+
+
+def test_run_cluster_passes_the_distributed_check(cluster_cloud):
+    proc = tfprov("run", "cluster", runs_dir=cluster_cloud)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
+    found = jobs(latest_report(cluster_cloud))
+    # Multi-worker mirrored: the chief and both workers run the check; the parameter server takes no part.
+    assert sorted(found) == [CHIEF, WORKER_1, WORKER_2], found
+    reports = [job["report"] for job in found.values()]
+    assert all(job["state"] == "succeeded" and job["exit_status"] == 0 for job in found.values()), found
+    assert all(r["ok"] and r["loss_decreased"] and r["all_took_part"] and r["weights_identical"] for r in reports)
+    assert {r["workers"] for r in reports} == {3}
+    assert len({r["weights_digest"] for r in reports}) == 1
+    assert "distributed check" in proc.stdout
+    # Each node's TF_CONFIG, from the inventory: one address, the nodes' own ports, ps left out under this strategy.
+    config = json.loads(node_sh(WORKER_2, "cat /etc/tfprov/tf_config.json").stdout)
+    assert config == {"cluster": {"chief": ["127.0.0.1:22221"], "worker": ["127.0.0.1:22222", "127.0.0.1:22223"]},
+                      "task": {"type": "worker", "index": 1}}
+    mode = node_sh(WORKER_2, "stat -c '%a %U:%G' /etc/tfprov/tf_config.json").stdout.split()
+    assert mode == ["640", "root:tfprov-tf"]
+    # The parameter-server strategy's services are not left running (none under this strategy).
+    assert node_sh(PS, "systemctl is-active tfprov-tf-server").stdout.strip() in ("inactive", "unknown")
+
+    # A second run changing nothing is molecule/cluster's idempotence step (same playbook, fewer minutes in CI).
+
+
+def test_a_users_own_script_runs_on_every_worker_through_job(cluster_cloud, tmp_path):
+    script = tmp_path / "my_training.py"
+    script.write_text(USER_JOB)
+    proc = tfprov("run", "cluster", "--job", str(script), runs_dir=cluster_cloud)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
+    found = jobs(latest_report(cluster_cloud))
+    assert sorted(found) == [CHIEF, WORKER_1, WORKER_2], found
+    lines = {host: next(line for line in reversed(job["log_tail"]) if line.startswith("USER-JOB")) for host, job in
+             found.items()}
+    assert lines[CHIEF].startswith("USER-JOB chief:0") and lines[WORKER_2].startswith("USER-JOB worker:1"), lines
+    assert len({line.split("weights ")[1] for line in lines.values()}) == 1, lines  # identical weights everywhere
+    assert all(job["report"] is None for job in found.values())  # not the built-in check
+
+
+def test_a_member_unreachable_at_the_start_is_refused_before_any_change(cluster_cloud):
+    # Over SSH, like a cloud VM whose sshd is gone: the node stays in the inventory but cannot be reached. The
+    # resolve play stops the whole run there (any_errors_fatal): every TF_CONFIG names every member.
+    assert node_sh(WORKER_1, "systemctl stop ssh").returncode == 0
+    try:
+        proc = tfprov("run", "cluster", "-i", SSH_INVENTORY, runs_dir=cluster_cloud)
+        report = latest_report(cluster_cloud)
+    finally:
+        node_sh(WORKER_1, "systemctl start ssh")
+    assert proc.returncode == 5, proc.stdout[-3000:]  # the exit code of an unreachable host
+    assert report["hosts"][WORKER_1]["status"] == "unreachable", report["hosts"][WORKER_1]
+    assert all(host["changed"] == 0 for host in report["hosts"].values()), report["hosts"]
+    assert [line for line in proc.stdout.splitlines() if WORKER_1 in line and "Connection refused" in line]
+
+
+def test_a_member_left_out_by_limit_is_refused_with_one_line(cluster_cloud):
+    proc = tfprov("run", "cluster", "--limit", f"all:!{WORKER_2}", runs_dir=cluster_cloud)
+    assert proc.returncode == 4, proc.stdout[-3000:]
+    report = latest_report(cluster_cloud)
+    assert all(host["changed"] == 0 for host in report["hosts"].values()), report["hosts"]
+    refusal = [line for line in proc.stdout.splitlines() if f"{WORKER_2} (worker:1) is not in this run"
+               in line]
+    assert refusal and "remove it from tfprov_worker" in refusal[0], proc.stdout[-3000:]
