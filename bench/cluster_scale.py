@@ -18,7 +18,6 @@ count and at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -81,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = converge.measure_node_counts(args, extra, runs_dir, "cluster", tuple(up_args), distributed_check)
     report = {"cpus": os.cpu_count(), "image": args.image, "wheelhouse": bool(args.wheelhouse),
               "strategy": args.strategy, "runs": runs, "summary": summary(runs)}
-    text = json.dumps(report, indent=2)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-    print(text)
-    return 0 if all(r["rc"] == 0 for r in runs) else 1
+    return converge.emit(report, args.out)
 
 
 if __name__ == "__main__":

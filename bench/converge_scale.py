@@ -112,6 +112,15 @@ def measure_node_counts(args, extra: list[str], runs_dir: Path, plan: str = "nod
     return runs
 
 
+def emit(report: dict, out: str | None) -> int:
+    """Print the JSON (and write it to out); the exit status says whether every run passed."""
+    text = json.dumps(report, indent=2)
+    if out:
+        Path(out).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0 if all(r["rc"] == 0 for r in report["runs"]) else 1
+
+
 def summary(runs: list[dict]) -> dict:
     """The issue's targets: a no-op on one node within 15 s, and on 4 nodes within twice that."""
     noop: dict[int, float] = {}
@@ -165,11 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         extra = ["-e", f"tfprov_pip_find_links={url}", "-e", "tfprov_pip_no_index=true"] if url else []
         runs = measure_node_counts(args, extra, runs_dir)
     report = {"cpus": os.cpu_count(), "wheelhouse": bool(args.wheelhouse), "runs": runs, "summary": summary(runs)}
-    text = json.dumps(report, indent=2)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-    print(text)
-    return 0 if all(r["rc"] == 0 for r in runs) else 1
+    return emit(report, args.out)
 
 
 if __name__ == "__main__":
