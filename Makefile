@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image demo lint unit integration molecule molecule-cluster cluster-faults heavy bench-converge bench-cluster build test clean
+.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -20,6 +20,8 @@ help:
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-cluster  - fresh and no-op tfprov run cluster on 1, 2 and 4 local nodes (a benchmark)"
+	@echo "make bench-fleet    - tfprov fleet drift and a no-op fleet update on 1, 4 and 8 local nodes (a benchmark)"
+	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, then recovered (too long for CI)"
 
 $(BIN)/tfprov: pyproject.toml
@@ -52,9 +54,11 @@ lint: venv
 	rm -rf .ansible/collections/ansible_collections/tfprov  # ansible-lint's copy of this collection, maybe stale
 	$(BIN)/yamllint -s .
 	$(BIN)/ruff check src tests plugins bench
-	# Lint's syntax checks must not query the Docker engine behind ansible.cfg's default inventory:
-	# CI lints before any engine runs.
-	ANSIBLE_INVENTORY=localhost, $(BIN)/ansible-lint --offline --profile production
+	# Lint's syntax checks must not query the Docker engine behind ansible.cfg's default inventory (CI lints while
+	# the engine is being set up): an empty inventory. Not "localhost,": ANSIBLE_INVENTORY is a comma-separated
+	# list of paths, and its empty second entry is the checkout, which every syntax check then parsed as an
+	# inventory directory, running each executable file in it with --list (5 s of CPU per playbook).
+	ANSIBLE_INVENTORY=/dev/null $(BIN)/ansible-lint --offline --profile production
 
 unit: venv
 	$(BIN)/pytest -q -m "not integration"
@@ -63,28 +67,66 @@ build: venv
 	rm -rf dist && $(BIN)/ansible-galaxy collection build --output-path dist .
 	tests/check_tarball.sh $(CURDIR)/dist/tfprov-gpu-*.tar.gz
 
+# The build context of the execution environment for AWX / Automation Controller (README): build the image elsewhere.
+ee-context: build
+	rm -rf dist/ee && $(BIN)/ansible-builder create --file execution-environment.yml --context dist/ee \
+	  --output-filename Containerfile
+
 wheelhouse: venv
 	$(BIN)/python tests/support/wheelhouse.py --dest $(WHEELHOUSE)
 
 # tfprov/node-baked:bookworm: a node converged by gpu_node.yml, committed (cached by a digest of what made it).
+BAKE := $(BIN)/python tests/support/bake_node.py --suite bookworm --wheelhouse $(WHEELHOUSE)
 baked-image: images wheelhouse
-	$(BIN)/python tests/support/bake_node.py --suite bookworm --wheelhouse $(WHEELHOUSE)
+	$(BAKE)
 
 # Each scenario as "<role>/molecule/<scenario>": run from the role directory, timed. Shared settings are in
 # .config/molecule/config.yml; TFPROV_SCENARIO names its instances (unique across scenarios).
 define run_scenarios
 	for s in $(1); do role=$${s%%/*}; name=$${s##*/}; start=$$(date +%s); \
-	  (cd roles/$$role && TFPROV_SCENARIO=$$role-$$name $(BIN)/molecule test -s $$name) || exit 1; \
+	  (cd roles/$$role && TFPROV_SCENARIO=$$role-$$name $(BIN)/molecule test -s $$name) \
+	    || { echo "molecule $$role/$$name: FAILED after $$(( $$(date +%s) - start )) s"; exit 1; }; \
 	  echo "molecule $$role/$$name: passed in $$(( $$(date +%s) - start )) s"; done
 endef
 
-molecule: images wheelhouse serving-image molecule-cluster
+# The collection-level scenario (molecule/cluster): four nodes from the baked image, both strategies.
+run_cluster = (start=$$(date +%s); $(BIN)/molecule test -s cluster \
+	|| { echo "molecule cluster: FAILED after $$(( $$(date +%s) - start )) s"; exit 1; }; \
+	echo "molecule cluster: passed in $$(( $$(date +%s) - start )) s")
+
+# `make molecule` runs the scenarios in two lanes at once: a scenario alone keeps about 1.1-1.5 of CI's 2 cores busy
+# (CPU seconds of molecule, ansible and its nodes over CI's wall time), so two lanes use the rest. A lane runs
+# its scenarios one after another and stops at its first failure; `make molecule` fails if either lane fails.
+# Lanes are balanced by CI's times. Scenarios that must not overlap share a lane: nvidia_driver's default and render
+# (both serve the stand-in repository on 127.0.0.1:18081 from /tmp/tfprov-nvrepo), and the two that run a Docker
+# engine inside their nodes (nvidia_docker, tf_serving: lane B). Lane A first bakes the image that the cluster
+# scenario (last in lane A) and the integration tests start from. A scenario not named in LANE_A runs in lane B.
+LANE_A := cuda/molecule/default nvidia_driver/molecule/default nvidia_driver/molecule/render \
+  tensorflow_gpu/molecule/conda cudnn/molecule/tarball
+LANE_B := $(filter-out $(LANE_A),$(CI_SCENARIOS))
+# A lane in the background: its lines prefixed with its name; `wait` on its pid gives its status (not a pipeline's:
+# bash forgets pipefail for a background pipeline that ended before the wait).
+define run_lane
+	( lane_start=$$(date +%s); $(2) && echo "lane $(1): passed in $$(( $$(date +%s) - lane_start )) s" ) \
+	  > >(sed -u 's/^/[lane $(1)] /') 2>&1
+endef
+
+molecule: images wheelhouse serving-image
+	@missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
+	  [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
+	$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
+	$(call run_lane,B,$(call run_scenarios,$(LANE_B))) & b=$$!; \
+	ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
+	[ $$ra = 0 ] || echo "molecule: lane A FAILED (its log lines start with [lane A])"; \
+	[ $$rb = 0 ] || echo "molecule: lane B FAILED (its log lines start with [lane B])"; \
+	[ $$ra = 0 ] && [ $$rb = 0 ]
+
+# One lane, as the scenarios ran before lanes (for comparing, or for a machine too small for two).
+molecule-serial: images wheelhouse serving-image molecule-cluster
 	$(call run_scenarios,$(CI_SCENARIOS))
 
-# The collection-level scenario (molecule/cluster): four nodes from the baked image, both strategies.
 molecule-cluster: baked-image
-	start=$$(date +%s); $(BIN)/molecule test -s cluster; \
-	  echo "molecule cluster: passed in $$(( $$(date +%s) - start )) s"
+	$(run_cluster)
 
 heavy: images wheelhouse
 	$(call run_scenarios,$(HEAVY_SCENARIOS))
@@ -97,6 +139,14 @@ bench-converge: images wheelhouse
 bench-cluster: images wheelhouse
 	$(BIN)/python bench/cluster_scale.py --nodes 1 2 4 --wheelhouse $(WHEELHOUSE) --noop-runs 2
 
+# A benchmark, not a test (it replaces the local cloud): tfprov fleet drift and a no-op fleet update on 1, 4, 8 nodes.
+bench-fleet: images baked-image
+	$(BIN)/python bench/fleet_scale.py --nodes 1 4 8 --image tfprov/node-baked:bookworm --noop-runs 2
+
+# A benchmark, not a test: ansible-inventory over 1,000 instances in a local moto, cold and cached.
+bench-inventory: venv
+	$(BIN)/python bench/inventory_scale.py --instances 1000 --repeat 3
+
 integration: images serving-image baked-image
 	$(BIN)/pytest -q -m "integration and not cluster_faults"
 
@@ -104,7 +154,18 @@ integration: images serving-image baked-image
 cluster-faults: images baked-image
 	$(BIN)/pytest -q -m cluster_faults
 
-test: lint unit build molecule integration
+# CI's order, in three phases. Lint, the unit tests and the collection build (CPU) run while the node images, the
+# wheelhouse and the serving image are made (network and disk); then the molecule lanes; then the integration tests
+# (not in parallel: their local cloud has fixed node names and ports). A failure in any phase fails `make test`.
+test: venv
+	$(call run_lane,checks,$(MAKE) --no-print-directory lint unit build) & c=$$!; \
+	$(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) & i=$$!; \
+	rc=0; wait $$c || rc=$$?; ri=0; wait $$i || ri=$$?; wait; \
+	[ $$rc = 0 ] || echo "make test: lint, unit or build FAILED (lines starting with [lane checks])"; \
+	[ $$ri = 0 ] || echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; \
+	[ $$rc = 0 ] && [ $$ri = 0 ]
+	$(MAKE) --no-print-directory molecule
+	$(MAKE) --no-print-directory integration
 
 clean:
 	rm -rf dist .tfprov .pytest_cache .ruff_cache

@@ -23,8 +23,10 @@ def default_matrix_path():
 def load_matrix(path=None):
     import yaml  # controller side only: modules never import this file's loader
 
+    # libyaml's safe loader when PyYAML has it: the same data, parsed ~10x faster (every inventory run loads this).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path or default_matrix_path()) as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader, C or Python
 
 
 def version_tuple(version):

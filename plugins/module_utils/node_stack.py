@@ -34,7 +34,7 @@ CHOICES = (
     ("driver_method", "nvidia_driver_method", ("distro", "cuda_repo", "runfile")),
     ("cuda_method", "cuda_method", ("pip", "distro", "nvidia_repo", "conda")),
     ("cudnn_method", "cudnn_method", ("pip", "tarball", "nvidia_repo", "conda")),
-    ("variant", "tensorflow_gpu_variant", ("auto", "gpu", "cpu")),
+    ("variant", "tensorflow_gpu_variant", ("auto", "gpu", "cpu", "tpu")),
 )
 DEFAULTS = {
     "tensorflow": "latest", "cuda": "", "cudnn": "", "cudnn_full": "", "manager": "venv", "python": "",
@@ -134,7 +134,7 @@ def _check_python(matrix, key, stack, python):
 
 def _action(s, stack, oldest, warnings):
     """skip | adopt | install, from the mode, the GPUs and the loaded driver."""
-    if s["variant_asked"] == "cpu":
+    if s["variant_asked"] in ("cpu", "tpu"):
         return "skip"
     if s["driver_mode"] == "auto" and not s["gpus"]:
         return "skip"
@@ -252,6 +252,16 @@ def settings(args):
     return s
 
 
+def _tpu_release(matrix, key):
+    """The tensorflow-tpu release of a TensorFlow minor (data/compat.yml `tpu`), or CompatError naming those known."""
+    table = matrix.get("tpu") or {}
+    releases = table.get("releases") or {}
+    if key not in releases:
+        raise CompatError("tensorflow_gpu_variant=tpu: TensorFlow %s has no tensorflow-tpu release tfprov knows: pick "
+                          "%s" % (key, _versions_phrase(matrix, [v for v in tf_versions(matrix) if v in releases])))
+    return {"version": releases[key], "package": table["package"], "find_links": table["find_links"]}
+
+
 def resolve_node(matrix, **args):
     """The tfprov_stack fact of one node, or CompatError with the one-line reason."""
     s = settings(args)
@@ -265,6 +275,9 @@ def resolve_node(matrix, **args):
     s["variant_asked"] = s["variant"]
     s["variant"] = ("gpu" if gpu_node else "cpu") if s["variant"] == "auto" else s["variant"]
     gpu_stack = s["variant"] == "gpu"
+    tpu = _tpu_release(matrix, key) if s["variant"] == "tpu" else None
+    if tpu:  # a TPU VM: the tensorflow-tpu wheel and its libtpu, no CUDA or cuDNN wheels
+        stack["pip_cuda_packages"] = {}
     oldest, unknown = oldest_gpu(matrix, s["gpus"])
     for name in unknown:
         warnings.append("%s is not in the matrix and reported no compute capability: its generation is not checked"
@@ -296,7 +309,9 @@ def resolve_node(matrix, **args):
     exact = len(s["tensorflow"].split(".")) > 2
     return {
         "tensorflow": key,
-        "tensorflow_version": s["tensorflow"] if exact else stack["tensorflow_patch"],
+        "tensorflow_version": s["tensorflow"] if exact else (tpu or {}).get("version") or stack["tensorflow_patch"],
+        "tpu_package": (tpu or {}).get("package"),
+        "tpu_find_links": (tpu or {}).get("find_links"),
         "variant": s["variant"],
         "gpu_node": gpu_node,
         "manager": s["manager"],

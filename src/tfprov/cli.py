@@ -11,7 +11,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, bench, cluster, crashlog, extravars, services
+from . import (
+    __version__,
+    bench,
+    clouds,
+    cluster,
+    crashlog,
+    extravars,
+    fleet,
+    fleet_drift,
+    fleet_status,
+    idle,
+    retry,
+    services,
+)
 from . import plan as plan_mod
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
 from .local import engine as local_engine
@@ -89,8 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     b.set_defaults(name="bench")
     for p in (r, b):
-        p.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
-                       help=f"inventory file or 'host1,host2,' (default {DEFAULT_INVENTORY})")
+        # No default here: --retry-failed reuses the earlier run's inventory unless -i is given.
+        p.add_argument("-i", "--inventory",
+                       help=f"inventory file or 'host1,host2,' (default {DEFAULT_INVENTORY}; with --retry-failed, "
+                            "the earlier run's)")
         p.add_argument("-l", "--limit", help="limit to hosts or groups (Ansible pattern)")
         p.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
         p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
@@ -99,11 +114,33 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--keep-runs", type=_count, metavar="N",
                        help=f"keep the newest N run directories, this one included (default ${KEEP_RUNS_ENV} "
                             f"or {DEFAULT_KEEP_RUNS}; 0 keeps all)")
+        p.add_argument("--retry-failed", action="store_true",
+                       help="only the hosts the newest run of this plan failed, could not reach or never reached "
+                            "(from its report.json; within -l when given)")
 
-    for verb, text in (("up", "start the local cloud's node containers (sshd on 127.0.0.1:22000+N for SSH mode)"),
+    f = sub.add_parser("fleet", help="rolling updates, drift and status of a whole fleet")
+    fleet_sub = f.add_subparsers(dest="fleet_command", required=True, metavar="ACTION")
+    for action, module, text in (
+            ("update", fleet, "a rolling update: canary, batches, failure budgets, a health gate per batch"),
+            ("drift", fleet_drift, "what a run of the stack would change, per host (check mode, changes nothing)"),
+            ("status", fleet_status, "per host: installed versions, last run, last bench figure")):
+        a = fleet_sub.add_parser(action, help=text, description=(module.__doc__ or text).strip(), epilog=_RUN_EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(a)
+        if not any("--keep-runs" in action_.option_strings for action_ in a._actions):
+            a.add_argument("--keep-runs", type=_count, metavar="N",
+                           help=f"keep the newest N run directories (default ${KEEP_RUNS_ENV} or {DEFAULT_KEEP_RUNS})")
+        a.set_defaults(fleet_run=module.run)
+
+    for verb, text in (("up", "start the local cloud's node containers (sshd on 127.0.0.1:22000+N for SSH mode), or "
+                              "a cluster spec's AWS / GCP nodes (--spec)"),
                        ("down", "remove them")):
         u = sub.add_parser(verb, help=text)
-        u.add_argument("target", choices=["local"], help="only 'local' (container nodes) for now")
+        u.add_argument("target", choices=["local", *clouds.PROVIDERS],
+                       help="local (container nodes), or aws / gcp (the nodes of a cluster spec: --spec)")
+        u.add_argument("--spec", metavar="FILE",
+                       help="aws / gcp: the cluster spec (YAML; examples/cloud/). up creates what is missing, after "
+                            "resolving every node (credentials, zone offerings, quotas); down removes the cluster")
         if verb == "up":
             u.add_argument("-n", "--nodes", type=_positive, default=3,
                            help="how many nodes (default 3). Their roles: 1 chief; 2 chief, worker; 3 chief, worker, "
@@ -193,7 +230,11 @@ def cmd_run(args, out: Console) -> int:
     plan = plan_mod.resolve(args.name, root)
     # The dedicated flags win over -e: they are the more specific way to say the same thing.
     variables = extravars.parse(args.extra_vars) | job_extravars(args, plan)
-    options = RunOptions(inventory=args.inventory, limit=args.limit, check=args.check,
+    if args.retry_failed and not retry.apply(args, root, plan.name, DEFAULT_INVENTORY,
+                                             lambda line: out.print(line, highlight=False)):
+        return 0
+    inventory = DEFAULT_INVENTORY if args.inventory is None else args.inventory
+    options = RunOptions(inventory=inventory, limit=args.limit, check=args.check,
                          extravars=variables, forks=args.forks, keep_runs=args.keep_runs)
     report, run_dir = run_plan(plan, root, options, Progress())
     out.print(summary_table(report))
@@ -231,11 +272,28 @@ def cmd_run(args, out: Console) -> int:
     for line in services.notebook_lines(services.notebooks(report)):
         out.print(line, highlight=False, soft_wrap=True)
     cluster.show(report, run_dir / "cluster", out)
+    idle.show(report, out)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     return report["rc"]
 
 
+def _cloud_args(args) -> bool:
+    """True for aws / gcp; refuses options that belong to the other kind of target."""
+    if args.target == "local":
+        if args.spec:
+            raise TfprovError("--spec is for tfprov up|down aws|gcp: the local cloud takes -n / --roles instead")
+        return False
+    if not args.spec:
+        raise TfprovError(f"tfprov {args.command} {args.target} needs --spec FILE: a cluster spec (examples/cloud/)")
+    given = [flag for flag in ("--roles", "--suite", "--image") if getattr(args, flag[2:], None)]
+    if given:
+        raise TfprovError(f"{given[0]} is for tfprov up local: for {args.target}, set it in the spec file")
+    return True
+
+
 def cmd_up(args, out: Console) -> int:
+    if _cloud_args(args):
+        return clouds.run("up", args.target, args.spec, out)
     roles = args.roles.split(",") if args.roles else None
     nodes = local_nodes.up(args.nodes, args.suite, out, roles, args.image)
     table = Table(title=f"local cloud: {len(nodes)} node(s)", title_justify="left")
@@ -253,6 +311,8 @@ def cmd_up(args, out: Console) -> int:
 
 
 def cmd_down(args, out: Console) -> int:
+    if _cloud_args(args):
+        return clouds.run("down", args.target, args.spec, out)
     count = local_nodes.down(out)
     out.print(f"local cloud: {count} node(s) removed", highlight=False)
     return 0
@@ -274,8 +334,12 @@ def cmd_images(args, out: Console) -> int:
     return 0
 
 
+def cmd_fleet(args, out: Console) -> int:
+    return args.fleet_run(args, out)
+
+
 COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "down": cmd_down,
-            "engine": cmd_engine, "images": cmd_images}
+            "engine": cmd_engine, "images": cmd_images, "fleet": cmd_fleet}
 
 
 def main(argv: list[str] | None = None) -> int:

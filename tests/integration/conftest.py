@@ -24,3 +24,17 @@ def cluster_cloud(tmp_path_factory):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield runs
     subprocess.run([TFPROV, "down", "local"], cwd=ROOT, env=env, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def fleet_cloud(tmp_path_factory):
+    """The runs directory of a fresh six-node local cloud (chief, four workers, ps) from the baked image: the fleet
+    tests' nodes (rolling update, drift)."""
+    runs = tmp_path_factory.mktemp("fleet-runs")
+    env = {**os.environ, "TFPROV_RUNS_DIR": str(runs)}
+    subprocess.run([TFPROV, "down", "local"], cwd=ROOT, env=env, capture_output=True)
+    proc = subprocess.run([TFPROV, "up", "local", "--nodes", "6", "--roles", "chief,worker,worker,worker,worker,ps",
+                           "--image", BAKED], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    yield runs
+    subprocess.run([TFPROV, "down", "local"], cwd=ROOT, env=env, capture_output=True)

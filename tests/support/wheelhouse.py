@@ -81,6 +81,19 @@ def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
                             "-d", str(dest), f"tensorflow-serving-api=={serving_api()}"])
 
 
+def download_second_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
+    """A second tensorflow-cpu and what it needs (no extras): the fleet test rolls nodes from the newest version to
+    this one, offline."""
+    for python in pythons:
+        print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} for Python {python}", flush=True)
+        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                              "--python-version", python, "--implementation", "cp", *PLATFORMS,
+                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}"])
+        if rc:
+            return rc
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dest", type=Path, default=DEFAULT)
@@ -88,13 +101,18 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", default=["cuda-runtime", "cudnn", "cublas"], help="parts of wheel names")
     parser.add_argument("--tensorflow", nargs="*", metavar="PYTHON", default=["3.11", "3.13"],
                         help="also tensorflow-cpu and its dependencies for these Pythons (bookworm, trixie)")
+    parser.add_argument("--second-tf-version", default="2.20", metavar="VERSION",
+                        help="also this tensorflow-cpu for Python 3.11 (the fleet test's version change; '' skips)")
     args = parser.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)
     requirements = pins(args.tf_version, tuple(args.only))
     print(f"wheelhouse {args.dest}: {' '.join(requirements)}", flush=True)
     rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                           "-d", str(args.dest), *requirements])
-    return rc or download_tensorflow(args.dest, args.tf_version, args.tensorflow)
+    rc = rc or download_tensorflow(args.dest, args.tf_version, args.tensorflow)
+    if rc or not args.second_tf_version:
+        return rc
+    return download_second_tensorflow(args.dest, args.second_tf_version, ["3.11"])
 
 
 if __name__ == "__main__":

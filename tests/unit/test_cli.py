@@ -62,7 +62,8 @@ def test_plan_list(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, node, preflight, serving"),
+        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, drift, fleet, idle, node, nodes_down, "
+                          "nodes_up, preflight, serving, status"),
         (["run", "nope"], "unknown plan 'nope'"),
         (["run", "preflight", "-i", "no/such/inventory.yml"], "inventory no/such/inventory.yml does not exist"),
         (["run", "preflight", "-e", "novalue"], "expected key=value"),

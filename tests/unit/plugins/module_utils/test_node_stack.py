@@ -99,7 +99,7 @@ def test_unknown_tensorflow():
     ({"driver_mode": "always"}, "nvidia_driver_mode=always is not one of auto, install, bake"),
     ({"driver_method": "apt"}, "nvidia_driver_method=apt is not one of distro, cuda_repo, runfile"),
     ({"manager": "pipx"}, "tfprov_tf_manager=pipx is not one of venv, conda"),
-    ({"variant": "tpu"}, "tensorflow_gpu_variant=tpu is not one of auto, gpu, cpu"),
+    ({"variant": "rocm"}, "tensorflow_gpu_variant=rocm is not one of auto, gpu, cpu, tpu"),
     ({"cuda_method": "conda"}, "cuda_method=conda installs into a conda environment: set tfprov_tf_manager=conda"),
     ({"driver_branch": "r580"}, "nvidia_driver_branch=r580 is not a driver branch"),
     ({"driver_adopt": "maybe"}, "nvidia_driver_adopt=maybe is not a boolean"),

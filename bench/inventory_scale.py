@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""How long inventories/aws.aws_ec2.yml takes to list 1,000 tfprov instances, cold and cached. Prints JSON.
+
+A benchmark, not a test: it measures. It starts its own moto_server on 127.0.0.1 (a free port of 25000-25099,
+dummy keys: no real AWS), runs the instances in bulk with boto3 (batches share a Name tag, so the run also shows
+that hosts named by instance id never merge), then times `ansible-inventory --list` with the cache cleared (cold)
+and again from the cache (cached). The cache lives in a temporary working directory, not the checkout's.
+Targets: cold <= 5 s, cached <= 1 s.
+
+    .venv/bin/python bench/inventory_scale.py --instances 1000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+INVENTORY = ROOT / "inventories" / "aws.aws_ec2.yml"
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+import moto_server  # noqa: E402
+
+# (role, instance type, share of the instances)
+LAYOUT = (("chief", "g4dn.xlarge", 0.001), ("worker", "g4dn.xlarge", 0.6), ("worker", "p4d.24xlarge", 0.2),
+          ("ps", "m5.xlarge", 0.199))
+
+
+def run_instances(total: int) -> float:
+    import boto3
+
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    image = ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+    started = time.monotonic()
+    for role, kind, share in LAYOUT:
+        left = max(1, round(total * share))
+        while left:
+            batch = min(left, 100)
+            tags = [{"Key": "tfprov:cluster", "Value": "bench"}, {"Key": "tfprov:role", "Value": role},
+                    {"Key": "Name", "Value": f"bench-{role}"}]
+            ec2.run_instances(ImageId=image, InstanceType=kind, MinCount=batch, MaxCount=batch,
+                              TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+            left -= batch
+    return time.monotonic() - started
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def inventory_file(workdir: Path, raw_hostvars: list[str] | None) -> Path:
+    """The checkout's inventory, or a copy in the working directory that trims the raw host vars."""
+    if raw_hostvars is None:
+        return INVENTORY
+    copy = workdir / "trimmed.aws_ec2.yml"
+    copy.write_text(INVENTORY.read_text() + f"raw_hostvars: {json.dumps(raw_hostvars)}\n")
+    return copy
+
+
+def list_inventory(workdir: Path, env: dict, inventory: Path = INVENTORY) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds, the listing): CPU time does not grow with the machine's load, wall time does."""
+    cpu = children_cpu()
+    started = time.monotonic()
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(inventory), "--list"],
+                          cwd=workdir, env=env, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if proc.returncode:
+        raise SystemExit(f"ansible-inventory failed: {proc.stderr[-800:]}")
+    return seconds, children_cpu() - cpu, json.loads(proc.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instances", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="cold and cached runs each (the best is reported)")
+    parser.add_argument("--raw-hostvars", help="comma-separated raw host vars to keep (the raw_hostvars option)")
+    args = parser.parse_args()
+    port = moto_server.free_port(range(25000, 25100))
+    os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_EC2_METADATA_DISABLED": "true"})
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    moto = moto_server.start(port)
+    workdir = Path(tempfile.mkdtemp(prefix="tfprov-inventory-bench-"))
+    try:
+        create_seconds = run_instances(args.instances)
+        inventory = inventory_file(workdir, args.raw_hostvars.split(",") if args.raw_hostvars else None)
+        cold, cached, cold_cpu, cached_cpu = [], [], [], []
+        for _ in range(args.repeat):
+            shutil.rmtree(workdir / ".tfprov", ignore_errors=True)
+            seconds, cpu, listing = list_inventory(workdir, env, inventory)
+            cold.append(seconds)
+            cold_cpu.append(cpu)
+            seconds, cpu, cached_listing = list_inventory(workdir, env, inventory)
+            cached.append(seconds)
+            cached_cpu.append(cpu)
+        hosts = listing["_meta"]["hostvars"]
+        result = {
+            "instances": args.instances, "hosts_listed": len(hosts), "cached_hosts_listed":
+                len(cached_listing["_meta"]["hostvars"]),
+            "groups": {g: len(listing.get(g, {}).get("hosts", [])) for g in
+                       ("tfprov_nodes", "tfprov_chief", "tfprov_worker", "tfprov_ps", "gpu_t4", "gpu_a100",
+                        "gpu_a100_40gb")},
+            "create_seconds": round(create_seconds, 2),
+            "cold_seconds": [round(s, 2) for s in cold], "cached_seconds": [round(s, 2) for s in cached],
+            "cold_best": round(min(cold), 2), "cached_best": round(min(cached), 2),
+            "cold_cpu_seconds": [round(s, 2) for s in cold_cpu],
+            "cached_cpu_seconds": [round(s, 2) for s in cached_cpu],
+            "targets": {"cold_seconds": 5, "cached_seconds": 1},
+            "raw_hostvars": args.raw_hostvars or "all", "listing_bytes": len(json.dumps(listing)),
+            "cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2),
+        }
+        print(json.dumps(result, indent=2))
+    finally:
+        moto_server.stop(moto)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

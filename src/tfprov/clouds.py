@@ -1,0 +1,141 @@
+"""tfprov up|down aws|gcp --spec FILE: run the plans nodes_up / nodes_down on the controller and print the nodes.
+
+The spec is checked here first (the same code the playbooks use), so a bad spec costs no Ansible start; the
+playbooks check it again, then resolve credentials, offerings and quotas for every node before creating any.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from . import plan as plan_mod
+from .errors import EXIT_BAD_INPUT, EXIT_OK, TfprovError
+from .progress import Progress
+from .project import ensure_collection_link, project_root
+from .runner import RunOptions, run_plan
+
+PROVIDERS = ("aws", "gcp")
+PLANS = {"up": "nodes_up", "down": "nodes_down"}
+# The playbooks run on the controller only: no node inventory is needed (the API calls are local).
+CONTROLLER_INVENTORY = "localhost,"
+INVENTORIES = {"aws": "inventories/aws.aws_ec2.yml", "gcp": "inventories/gcp.gcp_compute.yml"}
+# The inventories' cache (cache_connection, relative to the checkout): stale once nodes come or go.
+INVENTORY_CACHE = ".tfprov/cache"
+
+
+def clear_inventory_cache(root: Path, provider: str) -> None:
+    for path in (root / INVENTORY_CACHE).glob(f"{'aws_ec2' if provider == 'aws' else 'gcp'}*/*"):
+        if path.is_file():
+            path.unlink(missing_ok=True)
+
+
+class CloudRunFailed(TfprovError):
+    """A refusal or failure inside the playbooks, with the run's own exit code."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def check_spec(path: str, provider: str, root: Path) -> dict:
+    """The normalized spec, or a TfprovError naming the field to change."""
+    spec_path = Path(path).expanduser()
+    if not spec_path.is_file():
+        raise TfprovError(f"--spec {path} does not exist: give the path of your cluster spec (see examples/cloud/)")
+    collections = str(ensure_collection_link(root).parents[2])
+    if collections not in sys.path:
+        sys.path.insert(0, collections)
+    from ansible_collections.tfprov.gpu.plugins.module_utils import cloud_spec, compat
+
+    try:
+        return cloud_spec.normalize(cloud_spec.load(str(spec_path)), compat.load_matrix(), provider)
+    except cloud_spec.SpecError as exc:
+        raise TfprovError(f"cluster spec {path}: {exc}") from None
+
+
+def node_records(report: dict) -> dict[str, dict]:
+    """{instance name: cloud_node record} from the set_stats of the run's steps (ansible-runner's job events)."""
+    found: dict[str, dict] = {}
+    for step in report.get("steps", []):
+        for event_file in sorted(Path(step.get("artifacts", "")).glob("job_events/*.json")):
+            try:
+                event = json.loads(event_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if event.get("event") != "playbook_on_stats":
+                continue
+            hosts = (event.get("event_data", {}).get("artifact_data") or {}).get("tfprov_hosts") or {}
+            for name, data in hosts.items():
+                if isinstance(data, dict) and "cloud_node" in data:
+                    found[name] = data["cloud_node"]
+    return found
+
+
+def node_table(verb: str, provider: str, cluster: str, records: dict[str, dict]) -> Table:
+    title = f"{provider} cluster {cluster}: {len(records)} node(s) {'up' if verb == 'up' else 'removed'}"
+    table = Table(title=title, title_justify="left")
+    for column in ("node", "role", "type", "GPU", "zone", "address", "private", "id", "state", "created"):
+        table.add_column(column)
+    for name, rec in sorted(records.items()):
+        gpu = f"{rec.get('gpu_count')} x {rec.get('gpu_model')}" if rec.get("gpu_model") else "-"
+        table.add_row(name, str(rec.get("role", "")), str(rec.get("type", "")), gpu, str(rec.get("zone", "")),
+                      str(rec.get("address") or "-"), str(rec.get("private_address") or "-"), str(rec.get("id", "")),
+                      str(rec.get("state", "")), "yes" if rec.get("created") in (True, "True", "true") else "no")
+    return table
+
+
+def zone_lines(records: dict[str, dict]) -> list[str]:
+    """One line per node that did not land in its first zone, and the zones used."""
+    lines = []
+    for name, rec in sorted(records.items()):
+        full = rec.get("full_zones") or []
+        if full:
+            lines.append(f"{name}: no capacity in {', '.join(full)}: used zone {rec.get('zone')}")
+    zones = sorted({rec.get("zone") for rec in records.values() if rec.get("zone")})
+    if zones:
+        lines.append(f"zone(s) used: {', '.join(zones)}")
+    return lines
+
+
+def first_failure(report: dict) -> str | None:
+    for host in report.get("hosts", {}).values():
+        for failure in host.get("failed_tasks", []):
+            return str(failure.get("message", "")).strip()
+    return None
+
+
+def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict | None = None,
+        runner=None) -> int:
+    if provider not in PROVIDERS:
+        raise TfprovError(f"unknown cloud {provider!r}: use {' or '.join(PROVIDERS)}")
+    root = project_root()
+    spec = check_spec(spec_path, provider, root)
+    plan = plan_mod.resolve(PLANS[verb], root)
+    variables = dict(extravars or {}, tfprov_cloud_spec_file=str(Path(spec_path).expanduser().resolve()),
+                     tfprov_cloud_provider=provider)
+    report, run_dir = (runner or run_plan)(plan, root, RunOptions(inventory=CONTROLLER_INVENTORY, extravars=variables),
+                             Progress())
+    records = node_records(report)
+    clear_inventory_cache(root, provider)
+    if report["rc"] != EXIT_OK:
+        message = first_failure(report) or next(
+            (line for step in report.get("steps", []) for line in step.get("errors", [])), report["status"])
+        # nodes_up's first play only resolves: a failure there is a refusal before anything was created.
+        refused = verb == "up" and len(report.get("plays", [])) <= 1
+        code = EXIT_BAD_INPUT if refused and report["status"] == "failed" else report["rc"]
+        where = "nothing was created" if refused else f"report: {run_dir / 'report.json'}"
+        raise CloudRunFailed(f"tfprov {verb} {provider} refused: {message} ({where})" if refused else
+                             f"tfprov {verb} {provider} stopped: {message} ({where})", code)
+    out.print(node_table(verb, provider, spec["name"], records))
+    for line in zone_lines(records) if verb == "up" else []:
+        out.print(line, highlight=False)
+    if verb == "up":
+        out.print(f"inventory: ansible-inventory -i {INVENTORIES[provider]} --graph  "
+                  f"(then: tfprov run cluster -i {INVENTORIES[provider]})", highlight=False)
+    out.print(f"report: {run_dir / 'report.json'}", highlight=False)
+    return EXIT_OK

@@ -1,0 +1,185 @@
+"""tfprov up / down aws for real against moto_server (behind tests/support/aws_capacity_proxy.py): never real AWS,
+and nothing ever connects to moto's fake instance addresses."""
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from tfprov import cli
+
+pytestmark = pytest.mark.cloud
+
+ROOT = cli.project_root()
+INVENTORY = "inventories/aws.aws_ec2.yml"
+
+
+@pytest.fixture(scope="session")
+def image(moto_port):
+    import boto3
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=f"http://127.0.0.1:{moto_port}",
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    return ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+
+
+@pytest.fixture
+def write_spec(tmp_path, public_key, image):
+    def write(name, **changes):
+        spec = {"name": name, "provider": "aws", "region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"],
+                "image": image, "disk_gb": 30, "ssh": {"user": "admin", "public_key": public_key},
+                "operator_cidr": "203.0.113.7/32",
+                "roles": {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 2, "type": "g4dn.xlarge"},
+                          "ps": {"count": 1, "type": "m5.xlarge"}}}
+        spec.update(changes)
+        path = tmp_path / f"{name}.yml"
+        path.write_text(yaml.safe_dump(spec))
+        return str(path)
+    return write
+
+
+def instances(ec2, cluster, states=("pending", "running", "stopping", "stopped", "shutting-down")):
+    pages = ec2.describe_instances(Filters=[{"Name": "tag:tfprov:cluster", "Values": [cluster]},
+                                            {"Name": "instance-state-name", "Values": list(states)}])
+    return [i for r in pages["Reservations"] for i in r["Instances"]]
+
+
+def tfprov(capsys, *argv):
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def error_line(err):
+    lines = [line for line in err.splitlines() if line.startswith("tfprov: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize(("changes", "words"), [
+    ({"roles": {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 0, "type": "g4dn.xlarge"}}},
+     "roles.worker.count is 0"),
+    ({"roles": {"worker": {"count": 2, "type": "g4dn.xlarge"}}}, "roles has no chief"),
+    ({"disk_gb": 10}, "disk_gb is 10: it must be at least 25"),
+    ({"roles": {"chief": {"count": 1, "type": "g9x.xlarge"}}}, "roles.chief.type g9x.xlarge has no GPU"),
+    ({"provider": "gcp"}, "provider is gcp but this is `aws`"),
+])
+def test_a_bad_spec_is_refused_in_one_line_before_anything_exists(capsys, ec2, write_spec, changes, words):
+    rc, _, err = tfprov(capsys, "up", "aws", "--spec", write_spec("bad", **changes))
+    assert rc == 2
+    assert words in error_line(err)
+    assert instances(ec2, "bad") == []
+
+
+def test_missing_credentials_are_refused_naming_what_to_set(capsys, ec2, write_spec, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    rc, _, err = tfprov(capsys, "up", "aws", "--spec", write_spec("nocreds"))
+    assert rc == 2
+    line = error_line(err)
+    assert "AWS_PROFILE" in line and "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in line
+    assert "nothing was created" in line
+    assert instances(ec2, "nocreds") == []
+
+
+def test_an_instance_type_the_zones_do_not_offer_is_refused(capsys, ec2, write_spec):
+    # moto's offerings have no p3.2xlarge in us-east-1 (a GPU type the matrix knows).
+    spec = write_spec("nooffer", roles={"chief": {"count": 1, "type": "g4dn.xlarge"},
+                                        "worker": {"count": 1, "type": "p3.2xlarge"}})
+    rc, _, err = tfprov(capsys, "up", "aws", "--spec", spec)
+    assert rc == 2
+    line = error_line(err)
+    assert "roles.worker.type p3.2xlarge is not offered in us-east-1a, us-east-1b" in line
+    assert "describe-instance-type-offerings" in line
+    assert instances(ec2, "nooffer") == []
+
+
+def test_a_gpu_quota_too_small_is_refused_saying_what_to_request(capsys, ec2, write_spec, aws_env):
+    # moto's Service Quotas has no EC2 quotas: the proxy answers this one (3 x g4dn.xlarge = 12 vCPUs > 8).
+    aws_env.quotas["L-DB2E81BA"] = 8
+    rc, _, err = tfprov(capsys, "up", "aws", "--spec", write_spec("quota"))
+    assert rc == 2
+    line = error_line(err)
+    assert "GPU quota too small" in line and "L-DB2E81BA" in line and "needs 12 more vCPUs" in line
+    assert "--desired-value 12" in line
+    assert instances(ec2, "quota") == []
+
+
+def inventory_graph():
+    proc = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-inventory") if (ROOT / ".venv").exists()
+                           else "ansible-inventory", "-i", INVENTORY, "--graph", "--flush-cache"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def plain(value):
+    """ansible-inventory --list writes strings from the plugin as {"__ansible_unsafe": ...}: read them back."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+def inventory_list():
+    bindir = (ROOT / ".venv" / "bin") if (ROOT / ".venv").exists() else None
+    proc = subprocess.run([str(bindir / "ansible-inventory") if bindir else "ansible-inventory", "-i", INVENTORY,
+                           "--list"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return plain(json.loads(proc.stdout))
+
+
+def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down_removes_them(
+        capsys, ec2, write_spec, aws_env):
+    spec = write_spec("moto")
+    aws_env.full_zones.add("us-east-1a")  # no capacity there: every node must land in us-east-1b
+    rc, out, err = tfprov(capsys, "up", "aws", "--spec", spec)
+    assert rc == 0, err
+    made = instances(ec2, "moto")
+    tags = sorted((t["Name"], t["tfprov:role"]) for t in
+                  ({tag["Key"]: tag["Value"] for tag in i["Tags"]} for i in made))
+    assert tags == [("moto-chief-0", "chief"), ("moto-ps-0", "ps"), ("moto-worker-0", "worker"),
+                    ("moto-worker-1", "worker")]
+    assert {i["Placement"]["AvailabilityZone"] for i in made} == {"us-east-1b"}
+    assert {i["BlockDeviceMappings"][0]["DeviceName"] for i in made}  # a root volume was asked for
+    assert len(aws_env.refused) == 4 and {zone for _, zone in aws_env.refused} == {"us-east-1a"}
+    assert "moto-chief-0: no capacity in us-east-1a: used zone us-east-1b" in out
+    assert "zone(s) used: us-east-1b" in out
+
+    graph = inventory_graph()
+    for group in ("@tfprov_nodes:", "@tfprov_chief:", "@tfprov_worker:", "@tfprov_ps:", "@gpu_t4:"):
+        assert group in graph
+    listing = inventory_list()
+    chief = listing["tfprov_chief"]["hosts"]
+    assert len(chief) == 1 and chief[0].startswith("moto-chief-0_i-")
+    assert len(listing["gpu_t4"]["hosts"]) == 3
+    chief_vars = listing["_meta"]["hostvars"][chief[0]]
+    assert (chief_vars["tfprov_gpu_model"], chief_vars["tfprov_gpu_family"], chief_vars["tfprov_gpu_count"]) == \
+        ("t4", "t4", 1)
+    assert chief_vars["tfprov_tf_port"] == 2222 and chief_vars["tfprov_zone"] == "us-east-1b"
+    assert chief_vars["tfprov_node_role"] == "chief" and chief_vars["tfprov_cluster"] == "moto"
+
+    groups = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["tfprov-moto"]}])
+    rules = groups["SecurityGroups"][0]["IpPermissions"]
+    ssh = [r for r in rules if r["FromPort"] == 22][0]
+    assert [r["CidrIp"] for r in ssh["IpRanges"]] == ["203.0.113.7/32"]
+    tf = [r for r in rules if r["FromPort"] == 2222][0]
+    assert tf["IpRanges"] == [] and tf["UserIdGroupPairs"][0]["GroupId"] == groups["SecurityGroups"][0]["GroupId"]
+
+    aws_env.full_zones.clear()
+    rc, out, err = tfprov(capsys, "up", "aws", "--spec", spec)
+    assert rc == 0, err
+    assert sorted(i["InstanceId"] for i in instances(ec2, "moto")) == sorted(i["InstanceId"] for i in made)
+    assert " yes " not in out  # the created column: no node created by the second up
+
+    rc, out, err = tfprov(capsys, "down", "aws", "--spec", spec)
+    assert rc == 0, err
+    assert instances(ec2, "moto", states=("pending", "running", "stopping", "stopped")) == []
+    assert ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["tfprov-moto"]}])[
+        "SecurityGroups"] == []
+    assert [k for k in ec2.describe_key_pairs()["KeyPairs"] if k["KeyName"] == "tfprov-moto"] == []
+    assert "4 node(s) removed" in out

@@ -1,0 +1,1 @@
+"""Recorded-response harness for GCP: see harness.py."""
