@@ -79,13 +79,18 @@ def node_records(report: dict) -> dict[str, dict]:
 def node_table(verb: str, provider: str, cluster: str, records: dict[str, dict]) -> Table:
     title = f"{provider} cluster {cluster}: {len(records)} node(s) {'up' if verb == 'up' else 'removed'}"
     table = Table(title=title, title_justify="left")
-    for column in ("node", "role", "type", "GPU", "zone", "address", "private", "id", "state", "created"):
-        table.add_column(column)
+    rows = []
     for name, rec in sorted(records.items()):
         gpu = f"{rec.get('gpu_count')} x {rec.get('gpu_model')}" if rec.get("gpu_model") else "-"
-        table.add_row(name, str(rec.get("role", "")), str(rec.get("type", "")), gpu, str(rec.get("zone", "")),
-                      str(rec.get("address") or "-"), str(rec.get("private_address") or "-"), str(rec.get("id", "")),
-                      str(rec.get("state", "")), "yes" if rec.get("created") in (True, "True", "true") else "no")
+        rows.append((name, str(rec.get("role", "")), str(rec.get("type", "")), gpu, str(rec.get("zone", "")),
+                     str(rec.get("address") or "-"), str(rec.get("private_address") or "-"), str(rec.get("id", "")),
+                     str(rec.get("state", "")), "yes" if rec.get("created") in (True, "True", "true") else "no"))
+    # Every cell is something to copy (names, addresses, ids, zones): none is cut; run() widens the output to fit.
+    for index, column in enumerate(("node", "role", "type", "GPU", "zone", "address", "private", "id", "state",
+                                    "created")):
+        table.add_column(column, no_wrap=True, min_width=max([len(row[index]) for row in rows] + [len(column)]))
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -131,7 +136,9 @@ def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict 
         where = "nothing was created" if refused else f"report: {run_dir / 'report.json'}"
         raise CloudRunFailed(f"tfprov {verb} {provider} refused: {message} ({where})" if refused else
                              f"tfprov {verb} {provider} stopped: {message} ({where})", code)
-    out.print(node_table(verb, provider, spec["name"], records))
+    table = node_table(verb, provider, spec["name"], records)
+    out.print(table, width=max(out.width, out.measure(table, options=out.options.update_width(1000)).maximum),
+              crop=False)
     for line in zone_lines(records) if verb == "up" else []:
         out.print(line, highlight=False)
     if verb == "up":
