@@ -27,7 +27,9 @@ from . import (
 )
 from . import plan as plan_mod
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
+from .local import cloud as local_cloud
 from .local import engine as local_engine
+from .local import faults as local_faults
 from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
@@ -132,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help=f"keep the newest N run directories (default ${KEEP_RUNS_ENV} or {DEFAULT_KEEP_RUNS})")
         a.set_defaults(fleet_run=module.run)
 
-    for verb, text in (("up", "start the local cloud's node containers (sshd on 127.0.0.1:22000+N for SSH mode), or "
-                              "a cluster spec's AWS / GCP nodes (--spec)"),
+    for verb, text in (("up", "start a local cloud's node containers (a private network with an address per node, or "
+                              "the host's network), or a cluster spec's AWS / GCP nodes (--spec)"),
                        ("down", "remove them")):
         u = sub.add_parser(verb, help=text)
         u.add_argument("target", choices=["local", *clouds.PROVIDERS],
@@ -141,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         u.add_argument("--spec", metavar="FILE",
                        help="aws / gcp: the cluster spec (YAML; examples/cloud/). up creates what is missing, after "
                             "resolving every node (credentials, zone offerings, quotas); down removes the cluster")
+        _add_cloud_name(u)
         if verb == "up":
             u.add_argument("-n", "--nodes", type=_positive, default=3,
                            help="how many nodes (default 3). Their roles: 1 chief; 2 chief, worker; 3 chief, worker, "
@@ -153,6 +156,27 @@ def build_parser() -> argparse.ArgumentParser:
                            help="start the nodes from this image (one baked from a converged node: make baked-image "
                                 "builds tfprov/node-baked:<suite>) instead of tfprov/node:<suite>; nodes from "
                                 "another image are replaced")
+            u.add_argument("--network", choices=local_cloud.NETWORKS,
+                           help="private: a network namespace with a bridge, an address per node, the same ports on "
+                                "every node, reached through a jump, no route out; host: the host's network, a port "
+                                f"per node (default: what the cloud has, else {local_cloud.DEFAULT_NETWORK})")
+            u.add_argument("--subnet", metavar="CIDR",
+                           help="private network: the cloud's subnet (default 10.210.<slot>.0/24; node N is host "
+                                f"{local_cloud.FIRST_HOST}+N, the gateway host 1)")
+
+    lc = sub.add_parser("local", help="act on a local cloud: faults on demand")
+    local_sub = lc.add_subparsers(dest="local_command", required=True, metavar="ACTION")
+    fa = local_sub.add_parser("fault", help="cut, restore, stop, start, reboot or delay one node",
+                              description=(local_faults.__doc__ or "").strip(),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    fa.add_argument("node", help="the node's name (tfprov-<cloud>-N) or its index N")
+    fa.add_argument("action", choices=local_faults.ACTIONS)
+    _add_cloud_name(fa)
+    fa.add_argument("--ms", type=_count, default=0, help="delay: added latency in milliseconds (0 with --loss 0: "
+                                                         "remove the shaping)")
+    fa.add_argument("--loss", type=float, default=0.0, metavar="PERCENT", help="delay: packets lost, in percent")
+    fa.add_argument("--no-wait", action="store_true", help="start, reboot: return at once instead of waiting for "
+                                                           "systemd in the node")
 
     e = sub.add_parser("engine", help="make sure a Docker engine with host-only networking runs")
     e.set_defaults(target=None)
@@ -163,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also the stand-in TF Serving image and its archive (`tfprov up local` builds it for a "
                         "serving node when missing)")
     return parser
+
+
+def _add_cloud_name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", metavar="CLOUD",
+                        help=f"local: which local cloud (default ${local_cloud.NAME_ENV} or "
+                             f"{local_cloud.DEFAULT_NAME}); its nodes are tfprov-<CLOUD>-N, and the local inventories "
+                             f"list the cloud named by ${local_cloud.NAME_ENV}")
 
 
 def cmd_plan(args, out: Console) -> int:
@@ -285,7 +316,8 @@ def _cloud_args(args) -> bool:
         return False
     if not args.spec:
         raise TfprovError(f"tfprov {args.command} {args.target} needs --spec FILE: a cluster spec (examples/cloud/)")
-    given = [flag for flag in ("--roles", "--suite", "--image") if getattr(args, flag[2:], None)]
+    given = [flag for flag in ("--roles", "--suite", "--image", "--name", "--network", "--subnet")
+             if getattr(args, flag[2:], None)]
     if given:
         raise TfprovError(f"{given[0]} is for tfprov up local: for {args.target}, set it in the spec file")
     return True
@@ -295,16 +327,20 @@ def cmd_up(args, out: Console) -> int:
     if _cloud_args(args):
         return clouds.run("up", args.target, args.spec, out)
     roles = args.roles.split(",") if args.roles else None
-    nodes = local_nodes.up(args.nodes, args.suite, out, roles, args.image)
-    table = Table(title=f"local cloud: {len(nodes)} node(s)", title_justify="left")
-    for column in ("node", "role", "suite", "ssh 127.0.0.1:", "tf port", "serving grpc", "serving rest"):
+    nodes = local_nodes.up(args.nodes, args.suite, out, roles, args.image, args.name, args.network, args.subnet)
+    cloud = nodes[0].cloud
+    where = f"private network {cloud.subnet} in namespace {cloud.namespace}" if cloud.private else "host network"
+    table = Table(title=f"local cloud {cloud.name}: {len(nodes)} node(s), {where}", title_justify="left")
+    for column in ("node", "role", "suite", "address", "ssh", "tf port", "serving grpc", "serving rest"):
         table.add_column(column)
     for node in nodes:
         ports = node.ports
-        table.add_row(node.name, node.role, node.suite, str(ports["ssh_port"]), str(ports["tf_port"]),
+        table.add_row(node.name, node.role, node.suite, node.address, str(ports["ssh_port"]), str(ports["tf_port"]),
                       str(ports["serving_grpc_port"]), str(ports["serving_rest_port"]))
     out.print(table)
     out.print(f"image: {nodes[0].image_ref}", highlight=False)
+    if cloud.name != local_cloud.default_name():
+        out.print(f"the inventories below list this cloud with {local_cloud.NAME_ENV}={cloud.name}", highlight=False)
     out.print(f"inventory: {DEFAULT_INVENTORY} (Docker API, as root)", highlight=False)
     out.print(f"inventory: {SSH_INVENTORY} (SSH as {local_nodes.ssh.LOGIN_USER}, sudo)", highlight=False)
     return 0
@@ -313,8 +349,14 @@ def cmd_up(args, out: Console) -> int:
 def cmd_down(args, out: Console) -> int:
     if _cloud_args(args):
         return clouds.run("down", args.target, args.spec, out)
-    count = local_nodes.down(out)
-    out.print(f"local cloud: {count} node(s) removed", highlight=False)
+    count = local_nodes.down(out, args.name)
+    out.print(f"local cloud {args.name or local_cloud.default_name()}: {count} node(s) removed", highlight=False)
+    return 0
+
+
+def cmd_local(args, out: Console) -> int:
+    local_faults.apply(args.name, args.node, args.action, out, delay_ms=args.ms, loss_percent=args.loss,
+                       wait=not args.no_wait)
     return 0
 
 
@@ -339,7 +381,7 @@ def cmd_fleet(args, out: Console) -> int:
 
 
 COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "down": cmd_down,
-            "engine": cmd_engine, "images": cmd_images, "fleet": cmd_fleet}
+            "engine": cmd_engine, "images": cmd_images, "fleet": cmd_fleet, "local": cmd_local}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
-CHIEF, WORKER_1, WORKER_2, PS = (f"tfprov-local-{i}" for i in range(1, 5))
+CHIEF, WORKER_1, WORKER_2, PS = (f"tfprov-itest-{i}" for i in range(1, 5))
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 
 # A user's script: it knows nothing of tfprov, reads only TF_CONFIG (through the strategy), trains with Keras's
@@ -59,6 +59,11 @@ def jobs(report: dict) -> dict[str, dict]:
             if "dist_job" in (data.get("data") or {})}
 
 
+def address(node: str) -> str:
+    return subprocess.run(["docker", "inspect", "--format", '{{index .Config.Labels "tfprov.address"}}', node],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def node_sh(node: str, script: str) -> subprocess.CompletedProcess:
     return subprocess.run(["docker", "exec", node, "sh", "-c", script], capture_output=True, text=True)
 
@@ -75,10 +80,13 @@ def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     assert {r["workers"] for r in reports} == {3}
     assert len({r["weights_digest"] for r in reports}) == 1
     assert "distributed check" in proc.stdout
-    # Each node's TF_CONFIG, from the inventory: one address, the nodes' own ports, ps left out under this strategy.
+    # Each node's TF_CONFIG, from the inventory: as on a cloud, each member's own private address, all on port
+    # 2222; the ps left out under this strategy.
     config = json.loads(node_sh(WORKER_2, "cat /etc/tfprov/tf_config.json").stdout)
-    assert config == {"cluster": {"chief": ["127.0.0.1:22221"], "worker": ["127.0.0.1:22222", "127.0.0.1:22223"]},
+    chief, worker_1, worker_2 = (f"{address(node)}:2222" for node in (CHIEF, WORKER_1, WORKER_2))
+    assert config == {"cluster": {"chief": [chief], "worker": [worker_1, worker_2]},
                       "task": {"type": "worker", "index": 1}}
+    assert len({chief, worker_1, worker_2}) == 3 and not chief.startswith("127.")
     mode = node_sh(WORKER_2, "stat -c '%a %U:%G' /etc/tfprov/tf_config.json").stdout.split()
     assert mode == ["640", "root:tfprov-tf"]
     # The parameter-server strategy's services are not left running (none under this strategy).

@@ -15,9 +15,15 @@ ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
 INVENTORY = "inventories/local.docker_containers.yml"
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
-KNOWN_HOSTS = ROOT / ".tfprov" / "local" / "ssh" / "known_hosts"
-NODES = ["tfprov-local-1", "tfprov-local-2", "tfprov-local-3"]
-SSH_PORTS = {"tfprov-local-1": 22001, "tfprov-local-2": 22002, "tfprov-local-3": 22003}
+KNOWN_HOSTS = ROOT / ".tfprov" / "local" / "ssh" / "known_hosts.itest"
+NODES = ["tfprov-itest-1", "tfprov-itest-2", "tfprov-itest-3"]
+
+
+def ssh_ports() -> dict[str, int]:
+    """Each node's loopback SSH port: 22000 + N, moved by 1000 per slot (the tests' cloud is not slot 0)."""
+    out = subprocess.run(["docker", "inspect", "--format", '{{index .Config.Labels "tfprov.ssh_port"}}', *NODES],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return dict(zip(NODES, map(int, out), strict=True))
 
 
 def tfprov(*args, runs_dir, check=False):
@@ -40,7 +46,7 @@ def container_ids():
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    tfprov("up", "local", "--nodes", "3", runs_dir=runs, check=True)
+    tfprov("up", "local", "--nodes", "3", "--network", "host", runs_dir=runs, check=True)
     yield runs
     tfprov("down", "local", runs_dir=runs)
 
@@ -73,9 +79,9 @@ def test_inventory_yields_the_group_contract(cloud):
                          cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
     inventory = json.loads(out)
     assert sorted(inventory["tfprov_nodes"]["hosts"]) == NODES
-    assert inventory["tfprov_chief"]["hosts"] == ["tfprov-local-1"]
-    assert inventory["tfprov_worker"]["hosts"] == ["tfprov-local-2"]
-    assert inventory["tfprov_ps"]["hosts"] == ["tfprov-local-3"]
+    assert inventory["tfprov_chief"]["hosts"] == ["tfprov-itest-1"]
+    assert inventory["tfprov_worker"]["hosts"] == ["tfprov-itest-2"]
+    assert inventory["tfprov_ps"]["hosts"] == ["tfprov-itest-3"]
     ports = [inventory["_meta"]["hostvars"][n]["tfprov_tf_port"] for n in NODES]
     assert len(set(ports)) == 3
 
@@ -84,7 +90,7 @@ def test_limit_and_check_mode(cloud):
     proc = tfprov("run", "preflight", "--limit", "tfprov_chief", "--check", runs_dir=cloud)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = latest_report(cloud)
-    assert list(report["hosts"]) == ["tfprov-local-1"] and report["check"] is True
+    assert list(report["hosts"]) == ["tfprov-itest-1"] and report["check"] is True
 
 
 def test_a_blocking_problem_fails_every_host_with_the_reason(cloud):
@@ -128,7 +134,9 @@ def test_sshd_listens_on_loopback_only(cloud):
             address, port = local.split(":")
             if state == "0A":  # LISTEN
                 listening.add((address, int(port, 16)))
-    for port in SSH_PORTS.values():
+    ports = ssh_ports()
+    assert sorted(port % 1000 for port in ports.values()) == [1, 2, 3]
+    for port in ports.values():
         assert {a for a, p in listening if p == port} == {"0100007F"}, port  # 127.0.0.1, no IPv6, no 0.0.0.0
 
 
@@ -136,21 +144,21 @@ def test_a_host_key_other_than_the_recorded_one_is_refused(cloud, tmp_path):
     recorded = KNOWN_HOSTS.read_text()
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
     other = " ".join((tmp_path / "other.pub").read_text().split()[:2])
-    node_1 = f"[127.0.0.1]:{SSH_PORTS['tfprov-local-1']} "
+    node_1 = f"[127.0.0.1]:{ssh_ports()['tfprov-itest-1']} "
     wrong = "".join(f"{node_1}{other}\n" if line.startswith(node_1) else f"{line}\n"
                     for line in recorded.splitlines())
     missing = "".join(f"{line}\n" for line in recorded.splitlines() if not line.startswith(node_1))
     assert wrong != recorded and missing != recorded
     try:
         KNOWN_HOSTS.write_text(wrong)
-        changed = ansible("tfprov-local-1", "-m", "ping", control_dir=tmp_path / "changed")
+        changed = ansible("tfprov-itest-1", "-m", "ping", control_dir=tmp_path / "changed")
         KNOWN_HOSTS.write_text(missing)
-        unknown = ansible("tfprov-local-1", "-m", "ping", control_dir=tmp_path / "unknown")
+        unknown = ansible("tfprov-itest-1", "-m", "ping", control_dir=tmp_path / "unknown")
     finally:
         KNOWN_HOSTS.write_text(recorded)
     assert changed.returncode != 0 and "REMOTE HOST IDENTIFICATION HAS CHANGED" in changed.stdout + changed.stderr
     assert unknown.returncode != 0 and "Host key verification failed" in unknown.stdout + unknown.stderr
-    again = ansible("tfprov-local-1", "-m", "ping", control_dir=tmp_path / "again")
+    again = ansible("tfprov-itest-1", "-m", "ping", control_dir=tmp_path / "again")
     assert again.returncode == 0, again.stdout + again.stderr
 
 
@@ -167,17 +175,17 @@ def test_a_node_stopped_mid_run_fails_the_run_and_the_others_are_recorded(cloud)
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killed = False
     for line in proc.stderr:  # one line per task result when not on a terminal
-        if not killed and "tfprov-local-3" in line:
-            subprocess.run(["docker", "kill", "tfprov-local-3"], check=True, capture_output=True)
+        if not killed and "tfprov-itest-3" in line:
+            subprocess.run(["docker", "kill", "tfprov-itest-3"], check=True, capture_output=True)
             killed = True
     out = proc.stdout.read()
     assert proc.wait(timeout=300) != 0 and killed
     report = latest_report(cloud)
-    assert report["hosts"]["tfprov-local-3"]["status"] == "unreachable"
-    assert report["hosts"]["tfprov-local-1"]["status"] == "ok"
-    assert report["hosts"]["tfprov-local-2"]["status"] == "ok"
+    assert report["hosts"]["tfprov-itest-3"]["status"] == "unreachable"
+    assert report["hosts"]["tfprov-itest-1"]["status"] == "ok"
+    assert report["hosts"]["tfprov-itest-2"]["status"] == "ok"
     # Docker words it by how far the kill got: "container … is not running" or "cannot exec in a stopped container".
-    assert "tfprov-local-3" in out and re.search(r"is not running|stopped container", out), out
+    assert "tfprov-itest-3" in out and re.search(r"is not running|stopped container", out), out
     # `up` brings the stopped node back.
     again = tfprov("up", "local", "--nodes", "3", runs_dir=cloud, check=True)
-    assert "tfprov-local-3: started" in again.stdout
+    assert "tfprov-itest-3: started" in again.stdout

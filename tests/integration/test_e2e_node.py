@@ -42,10 +42,10 @@ def node(tmp_path_factory):
 def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(node):
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    sshd_log = subprocess.run(["docker", "exec", "tfprov-local-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
+    sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
                               capture_output=True, text=True).stdout
     assert "Accepted publickey for debian from 127.0.0.1" in sshd_log  # the run came in over SSH
-    check = latest_report(node)["hosts"]["tfprov-local-1"]["data"]["gpu_check"]
+    check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
     assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert check["problems"] == []
     assert {r["device"] for r in check["results"]} == {"/CPU:0"} and all(r["ok"] for r in check["results"])
@@ -55,7 +55,7 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
 def test_a_second_run_changes_nothing(node):
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    host = latest_report(node)["hosts"]["tfprov-local-1"]
+    host = latest_report(node)["hosts"]["tfprov-itest-1"]
     assert host["changed"] == 0, host
     print(f"\nsecond run node over SSH: {seconds:.0f} s, changed={host['changed']}")
 
@@ -64,12 +64,12 @@ def test_bench_writes_the_table_json_and_png(node):
     proc, seconds = tfprov("bench", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     report = latest_report(node)
-    bench = report["hosts"]["tfprov-local-1"]["data"]["bench"]
+    bench = report["hosts"]["tfprov-itest-1"]["data"]["bench"]
     assert bench["problems"] == []
     assert {r["device"] for r in bench["results"]} == {"/CPU:0"}
     assert "bench: matmul throughput" in proc.stdout
     run_dir = Path(report["run_dir"])
-    assert (run_dir / "bench" / "tfprov-local-1.json").is_file()
+    assert (run_dir / "bench" / "tfprov-itest-1.json").is_file()
     assert (run_dir / "bench" / "throughput.png").read_bytes()[:4] == b"\x89PNG"
     largest = max(r["n"] for r in bench["results"])
     tf_gflops = next(r["gflops"] for r in bench["results"] if r["n"] == largest)

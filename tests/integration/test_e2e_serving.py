@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
-SERVING = "tfprov-local-2"  # --roles worker,serving: node 2 serves
+SERVING = "tfprov-itest-2"  # --roles worker,serving: node 2 serves
 INVENTORY = "inventories/local_ssh.docker_containers.yml"
 GRPC_PORT, REST_PORT = 28502, 28602  # the local cloud's ports for node 2
 SNAPSHOT = (

@@ -22,9 +22,9 @@ WHEELHOUSE = Path(os.environ.get("TFPROV_WHEELHOUSE", "/var/cache/tfprov/wheelho
 ENV = "/opt/tfprov/envs/tf"
 BROKEN_PTH = f"{ENV}/lib/python3.11/site-packages/zz_tfprov_test_broken.pth"
 # Hosts in the inventory's order (the local cloud's inventory lists the newest node first): canary, then pairs.
-CANARY, SECOND_BATCH, NOT_REACHED = ["tfprov-local-6"], ["tfprov-local-5", "tfprov-local-4"], [
-    "tfprov-local-3", "tfprov-local-2", "tfprov-local-1"]
-VICTIM = "tfprov-local-4"
+CANARY, SECOND_BATCH, NOT_REACHED = ["tfprov-itest-6"], ["tfprov-itest-5", "tfprov-itest-4"], [
+    "tfprov-itest-3", "tfprov-itest-2", "tfprov-itest-1"]
+VICTIM = "tfprov-itest-4"
 
 pytestmark = pytest.mark.integration
 

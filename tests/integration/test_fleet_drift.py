@@ -23,7 +23,7 @@ MARKER = "/tmp/tfprov-drift-marker"  # nothing on a node may be newer than this 
 TRANSIENT = ("/", "/root/.ansible/tmp")
 
 
-def node_names(cluster: str = "local") -> list[str]:
+def node_names(cluster: str = "itest") -> list[str]:
     out = subprocess.run(["docker", "ps", "--filter", f"label=tfprov.cluster={cluster}", "--format", "{{.Names}}"],
                          capture_output=True, text=True, check=True).stdout.split()
     return sorted(out, key=lambda name: int(name.rsplit("-", 1)[-1]))

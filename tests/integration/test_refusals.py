@@ -20,7 +20,7 @@ import pytest
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
-NODE = "tfprov-local-1"
+NODE = "tfprov-itest-1"
 INVENTORY = "inventories/local.docker_containers.yml"
 SNAPSHOT = (
     "find /etc /opt /usr/share/keyrings /var/lib/apt/lists /var/cache/tfprov -xdev "

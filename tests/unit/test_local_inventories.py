@@ -26,6 +26,16 @@ def test_ssh_inventory_requires_the_recorded_host_keys():
     assert "UserKnownHostsFile=' + docker_config.Labels['tfprov.ssh_known_hosts']" in args
     assert compose["ansible_user"] == "docker_config.Labels['tfprov.ssh_user']"
     assert compose["ansible_ssh_private_key_file"] == "docker_config.Labels['tfprov.ssh_key']"
-    assert compose["ansible_host"] == compose["ansible_ssh_host"] == "'127.0.0.1'"
+    assert compose["ansible_host"] == compose["ansible_ssh_host"] == \
+        "docker_config.Labels['tfprov.address'] | default('127.0.0.1')"
+    # A private node is reached through the jump its labels name; a host-network node directly.
+    assert "'ProxyCommand=\" + docker_config.Labels['tfprov.ssh_proxy']" in args
     assert compose["ansible_port"] == compose["ansible_ssh_port"] == "docker_config.Labels['tfprov.ssh_port'] | int"
     assert "ansible_become" not in compose  # plays become root where they must, not every task
+
+
+def test_both_inventories_list_the_cloud_the_environment_names():
+    for inventory in (DOCKER, SSH):
+        [include, exclude] = inventory["filters"]
+        assert "lookup('ansible.builtin.env', 'TFPROV_LOCAL_CLOUD')" in include["include"]
+        assert "or 'local'" in include["include"] and exclude == {"exclude": True}

@@ -6,7 +6,8 @@ import pytest
 from rich.console import Console
 
 from tfprov.errors import TfprovError
-from tfprov.local import images, nodes, ssh
+from tfprov.local import images, network, nodes, ssh
+from tfprov.local.cloud import Cloud
 
 
 @pytest.mark.parametrize(
@@ -43,6 +44,39 @@ def test_nodes_on_the_host_network_get_distinct_ports():
     assert many[0].labels["tfprov.tf_port"] == str(many[0].ports["tf_port"])
     assert many[0].labels["tfprov.ssh_port"] == "22001"
     assert many[0].labels["tfprov.cluster"] == "local"
+    assert many[0].name == "tfprov-local-1" and many[0].address == "127.0.0.1" and many[0].ssh_proxy == ""
+
+
+def test_clouds_on_the_host_network_never_share_a_port():
+    clouds = [Cloud("local", 0), Cloud("ci-a", 1), Cloud("ci-b", 9)]
+    ports = [p for cloud in clouds for i in range(1, 100) for p in nodes.Node(i, "worker", "bookworm", "", cloud)
+             .ports.values()]
+    assert len(ports) == len(set(ports))
+    assert max(ports) < 40000
+    assert nodes.Node(1, "chief", "bookworm", "", Cloud("ci-a", 1)).ports["ssh_port"] == 23001
+
+
+def test_nodes_on_the_private_network_have_their_own_address_and_the_same_ports():
+    cloud = Cloud("ci-a", 1, "private", "10.210.1.0/24")
+    chief, worker = (nodes.Node(i, role, "bookworm", "", cloud) for i, role in ((1, "chief"), (2, "worker")))
+    assert chief.ports == worker.ports == {"ssh_port": 22, "tf_port": 2222, "serving_grpc_port": 8500,
+                                           "serving_rest_port": 8501}
+    assert (chief.name, chief.address, worker.address) == ("tfprov-ci-a-1", "10.210.1.11", "10.210.1.12")
+    labels = chief.labels
+    assert labels["tfprov.cluster"] == "ci-a" and labels["tfprov.network"] == "private"
+    assert labels["tfprov.address"] == "10.210.1.11" and labels["tfprov.subnet"] == "10.210.1.0/24"
+    # The jump: ssh reaches the private address from inside the cloud's lab namespace, nowhere else.
+    assert labels["tfprov.ssh_proxy"].startswith("nsenter --net=/var/run/netns/tfprov-ci-a socat STDIO TCP:%h:%p")
+
+
+def test_a_nodes_holder_keeps_its_address_and_hostname():
+    cloud = Cloud("ci-a", 1, "private", "10.210.1.0/24")
+    args = network.holder_run_args(cloud, 3, "tfprov-ci-a-3", "tfprov/node:bookworm")
+    assert args[args.index("--network") + 1] == "none"
+    assert args[args.index("--hostname") + 1] == "tfprov-ci-a-3"
+    assert args[args.index("--add-host") + 1] == "tfprov-ci-a-3:10.210.1.13"
+    assert "tfprov.netholder=ci-a" in args and args[-2:] == ["sleep", "infinity"]
+    assert network.holder_name("tfprov-ci-a-3") == "tfprov-ci-a-3-net" and network.lab_link(3) == "v3"
 
 
 def test_a_node_records_the_image_recipe_it_was_made_from():
@@ -54,7 +88,7 @@ def test_ssh_labels_point_at_the_key_and_recorded_host_keys(tmp_path):
     files = ssh.ssh_files(tmp_path)
     labels = nodes.ssh_labels(files)
     assert labels == {"tfprov.ssh_user": "debian", "tfprov.ssh_key": str(tmp_path / ".tfprov/local/ssh/id_ed25519"),
-                      "tfprov.ssh_known_hosts": str(tmp_path / ".tfprov/local/ssh/known_hosts")}
+                      "tfprov.ssh_known_hosts": str(tmp_path / ".tfprov/local/ssh/known_hosts.local")}
 
 
 def test_only_serving_nodes_get_what_an_engine_inside_needs():

@@ -19,14 +19,31 @@ def test_sshd_listens_on_loopback_only_with_keys_only():
     assert not [line for line in lines if line.startswith("ListenAddress") and "127.0.0.1" not in line]
 
 
+def test_sshd_on_the_private_network_listens_on_the_nodes_address_only():
+    lines = set(ssh.render_sshd_config(22, "debian", "10.210.0.11").splitlines())
+    assert {"Port 22", "ListenAddress 10.210.0.11"} <= lines
+    assert "ListenAddress 127.0.0.1" not in lines and "ListenAddress 0.0.0.0" not in lines
+
+
 def test_known_hosts_line_names_the_loopback_port():
-    assert ssh.known_hosts_line(22001, HOST_KEY) == f"[127.0.0.1]:22001 {' '.join(HOST_KEY.split()[:2])}"
+    assert ssh.known_hosts_line("127.0.0.1", 22001, HOST_KEY) == f"[127.0.0.1]:22001 {' '.join(HOST_KEY.split()[:2])}"
+
+
+def test_known_hosts_line_of_a_private_address_on_port_22_is_the_bare_address():
+    assert ssh.known_hosts_line("10.210.0.12", 22, HOST_KEY) == f"10.210.0.12 {' '.join(HOST_KEY.split()[:2])}"
+
+
+def test_each_cloud_records_its_own_host_keys(tmp_path):
+    # Two clouds may use the same private addresses: one known_hosts for both would mix their keys up.
+    assert ssh.ssh_files(tmp_path).known_hosts.name == "known_hosts.local"
+    assert ssh.ssh_files(tmp_path, "ci-a").known_hosts.name == "known_hosts.ci-a"
+    assert ssh.ssh_files(tmp_path, "ci-a").key == ssh.ssh_files(tmp_path).key
 
 
 @pytest.mark.parametrize("bad", ["", "no such key", "ssh-ed25519 not*base64", "Permission denied"])
 def test_anything_but_a_host_key_is_refused(bad):
     with pytest.raises(TfprovError, match="not an SSH host public key"):
-        ssh.known_hosts_line(22001, bad)
+        ssh.known_hosts_line("127.0.0.1", 22001, bad)
 
 
 def test_key_pair_is_made_once_and_private(tmp_path):

@@ -25,10 +25,12 @@ from ..errors import TfprovError
 from .commands import apt_install, docker, is_root
 
 SUITES = ("bookworm", "trixie")
-# What every node needs before Ansible can manage it (apt module, lspci, ps for lock holders), and the SSH
-# path real VMs take (sshd, sudo for the login user).
+# What every node needs before Ansible can manage it (apt module, lspci, ps for lock holders), the SSH path real
+# VMs take (sshd, sudo for the login user), and what a cloud image has for its network: iproute2, and nftables
+# (installed, inactive, as Debian ships it) for the cluster firewall, since a private-network node has no
+# route to a package mirror of its own.
 NODE_PACKAGES = ("python3", "python3-apt", "sudo", "systemd", "systemd-sysv", "ca-certificates", "pciutils",
-                 "procps", "openssh-server", "openssh-sftp-server")
+                 "procps", "openssh-server", "openssh-sftp-server", "iproute2", "nftables")
 # Bump when the steps after debootstrap (prepare_rootfs, the import's changes) change what an image holds.
 BUILD_STEPS = 2
 RECIPE_LABEL = "tfprov.recipe"

@@ -1,5 +1,6 @@
-"""Node containers `tfprov-local-N`: systemd on the host's network, a role each, their own ports, and sshd for
-SSH mode. `up` converges to the nodes asked for; `down` removes them."""
+"""Node containers `tfprov-<cloud>-N`: systemd, a role each, and sshd for SSH mode. On the private network each
+node has its own address (network.py) and every node the same ports; on the host's network each node has ports
+of its own. `up` converges a cloud to the nodes asked for; `down` removes that cloud, and only it."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
 from ..errors import TfprovError
 from ..project import project_root
-from . import images, serving_image, ssh
+from . import cloud as cloud_mod
+from . import images, network, serving_image, ssh
+from .cloud import Cloud
 from .commands import apt_install, docker, is_root
 from .engine import ensure_engine
 
-CLUSTER_LABEL = "tfprov.cluster=local"
-NAME_PREFIX = "tfprov-local-"
+CLUSTER_LABEL = "tfprov.cluster"  # the cloud's name
+SLOT_LABEL = "tfprov.slot"
 ROLES = ("chief", "worker", "ps", "evaluator", "serving")
 # The default layout by node count: the smallest cluster of each size that shows something new (a worker to
 # mirror with, a parameter server, a second worker, TF Serving); more nodes are more workers.
@@ -49,6 +52,11 @@ ENGINE_RUN = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--c
               "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN",
               "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
 ENGINE_ROLES = ("serving",)
+# Private network: every node listens on the same ports, as cloud VMs do.
+PRIVATE_PORTS = {"ssh_port": 22, "tf_port": 2222, "serving_grpc_port": 8500, "serving_rest_port": 8501}
+# Host network: node N of the cloud in slot S listens on BASE + 1000 * S + N (N < 100: no two ranges meet).
+HOST_PORT_BASES = {"ssh_port": ssh.SSH_PORT_BASE, "tf_port": 22220, "serving_grpc_port": 28500,
+                   "serving_rest_port": 28600}
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,7 @@ class Node:
     role: str
     suite: str
     image: str = ""  # "" is the suite's node image, tfprov/node:<suite>
+    cloud: Cloud = field(default_factory=Cloud)
 
     @property
     def image_ref(self) -> str:
@@ -64,25 +73,35 @@ class Node:
 
     @property
     def name(self) -> str:
-        return f"{NAME_PREFIX}{self.index}"
+        return f"{self.cloud.prefix}{self.index}"
+
+    @property
+    def address(self) -> str:
+        """Where the node's services listen: its private address, or the host's loopback."""
+        return self.cloud.address(self.index)
 
     @property
     def ports(self) -> dict[str, int]:
-        """Distinct per node, since all nodes listen on the host's network."""
-        return {
-            "ssh_port": ssh.SSH_PORT_BASE + self.index,
-            "tf_port": 22220 + self.index,
-            "serving_grpc_port": 28500 + self.index,
-            "serving_rest_port": 28600 + self.index,
-        }
+        if self.cloud.private:
+            return dict(PRIVATE_PORTS)
+        return {key: base + 1000 * self.cloud.slot + self.index for key, base in HOST_PORT_BASES.items()}
+
+    @property
+    def ssh_proxy(self) -> str:
+        """ssh's ProxyCommand into the lab namespace, the jump to a private address (root, as the cloud needs)."""
+        if not self.cloud.private:
+            return ""
+        return f"nsenter --net=/var/run/netns/{self.cloud.namespace} socat STDIO TCP:%h:%p,connect-timeout=10"
 
     @property
     def labels(self) -> dict[str, str]:
         ports = {f"tfprov.{k}": str(v) for k, v in self.ports.items()}
         ca = {"tfprov.ca_bundle": NODE_CA_BUNDLE} if HOST_CA_BUNDLE.is_file() else {}
-        return {"tfprov.cluster": "local", "tfprov.role": self.role, "tfprov.index": str(self.index),
-                SUITE_LABEL: self.suite, images.RECIPE_LABEL: images.recipe_digest(),
-                IMAGE_LABEL: self.image_ref, **ports, **ca}
+        subnet = {"tfprov.subnet": self.cloud.subnet} if self.cloud.private else {}
+        return {CLUSTER_LABEL: self.cloud.name, SLOT_LABEL: str(self.cloud.slot), "tfprov.network": self.cloud.network,
+                "tfprov.role": self.role, "tfprov.index": str(self.index), "tfprov.address": self.address,
+                "tfprov.ssh_proxy": self.ssh_proxy, SUITE_LABEL: self.suite,
+                images.RECIPE_LABEL: images.recipe_digest(), IMAGE_LABEL: self.image_ref, **subnet, **ports, **ca}
 
     @property
     def runs_engine(self) -> bool:
@@ -135,15 +154,55 @@ def image_suite(image: str, suite: str | None) -> str:
     return suite or baked or DEFAULT_SUITE
 
 
-def local_nodes() -> list[dict]:
-    """Every node container of the local cloud, running or not, by index."""
-    out = docker("ps", "-a", "--filter", f"label={CLUSTER_LABEL}", "--format", "{{json .}}", what="docker ps")
-    nodes = []
-    for line in filter(None, out.splitlines()):
-        entry = json.loads(line)
-        labels = dict(kv.split("=", 1) for kv in entry.get("Labels", "").split(",") if "=" in kv)
-        nodes.append({"name": entry["Names"], "state": entry["State"], "labels": labels})
-    return sorted(nodes, key=lambda n: int(n["labels"].get("tfprov.index", 0)))
+def _containers(label: str) -> list[dict]:
+    """Containers with this label (key=value), running or not, by index, with their labels (from inspect: a
+    label's value may hold commas, which `docker ps` would cut at)."""
+    ids = docker("ps", "-aq", "--filter", f"label={label}", what="docker ps").split()
+    if not ids:
+        return []
+    found = json.loads(docker("inspect", *ids, what="docker inspect") or "[]")
+    entries = [{"name": c["Name"].lstrip("/"), "state": c["State"]["Status"], "labels": c["Config"]["Labels"] or {}}
+               for c in found]
+    return sorted(entries, key=lambda n: int(n["labels"].get("tfprov.index", 0)))
+
+
+def local_nodes(name: str | None = None) -> list[dict]:
+    """Every node container of one local cloud (default: TFPROV_LOCAL_CLOUD or local), running or not, by index."""
+    return _containers(f"{CLUSTER_LABEL}={name or cloud_mod.default_name()}")
+
+
+def holders(name: str) -> list[dict]:
+    return _containers(f"{network.HOLDER_LABEL}={name}")
+
+
+def clouds_up() -> dict[str, int]:
+    """The slot of every local cloud that has a node now, by cloud name."""
+    out = docker("ps", "-a", "--filter", f"label={SLOT_LABEL}", "--format",
+                 f'{{{{.Label "{CLUSTER_LABEL}"}}}} {{{{.Label "{SLOT_LABEL}"}}}}', what="docker ps")
+    return {name: int(slot) for name, slot in (line.split() for line in out.splitlines() if len(line.split()) == 2)}
+
+
+def find_cloud(name: str | None = None, network_mode: str | None = None, subnet: str | None = None,
+               count: int = 1) -> Cloud:
+    """The cloud to converge: its slot (kept while it is up), and its network and subnet as given, else as it
+    has them now, else the defaults."""
+    name = cloud_mod.check_name(name or cloud_mod.default_name())
+    slot = cloud_mod.pick_slot(name, clouds_up())
+    current = next(iter(local_nodes(name)), {"labels": {}})["labels"]
+    network_mode = network_mode or current.get("tfprov.network") or cloud_mod.DEFAULT_NETWORK
+    if network_mode != "private":
+        if subnet:
+            raise TfprovError("--subnet is for the private network: add --network private")
+        return Cloud(name, slot, network_mode)
+    subnet = subnet or current.get("tfprov.subnet") or cloud_mod.default_subnet(slot)
+    return Cloud(name, slot, network_mode, str(cloud_mod.check_subnet(subnet, count)))
+
+
+def cloud_of(node: dict) -> Cloud:
+    """The cloud a node container belongs to, from its labels."""
+    labels = node["labels"]
+    return Cloud(labels[CLUSTER_LABEL], int(labels.get(SLOT_LABEL, 0)),
+                 labels.get("tfprov.network", "host"), labels.get("tfprov.subnet", ""))
 
 
 def wait_systemd(name: str, timeout: float = 90) -> str:
@@ -174,8 +233,8 @@ def serving_labels(image: str, archive: Path, root: Path) -> dict[str, str]:
 
 
 def _converge_container(node: Node, labels: dict[str, str], existing: dict | None, image: str,
-                        console: Console) -> None:
-    if existing and all(existing["labels"].get(k) == v for k, v in labels.items()):
+                        console: Console, replace: bool = False) -> None:
+    if existing and not replace and all(existing["labels"].get(k) == v for k, v in labels.items()):
         if existing["state"] != "running":
             docker("start", node.name, what=f"starting {node.name}")
             console.print(f"{node.name}: started")
@@ -185,50 +244,88 @@ def _converge_container(node: Node, labels: dict[str, str], existing: dict | Non
     if existing:
         docker("rm", "-f", "-v", node.name, what=f"replacing {node.name}")
     label_args = [arg for k, v in labels.items() for arg in ("--label", f"{k}={v}")]
-    docker("run", "-d", "--name", node.name, "--network", "host", "--stop-signal", "SIGRTMIN+3",
+    net = ["--network", f"container:{network.holder_name(node.name)}"] if node.cloud.private else [
+        "--network", "host"]
+    # The restart policy brings a node back after `systemctl reboot` in it, as a VM comes back; a node stopped
+    # or killed by hand stays down.
+    docker("run", "-d", "--name", node.name, *net, "--restart", "unless-stopped", "--stop-signal", "SIGRTMIN+3",
            *node.run_args, *node.mounts, *label_args, image,
            "/lib/systemd/systemd", what=f"creating {node.name}")
-    console.print(f"{node.name}: created ({node.role}, {node.suite})")
+    where = f", {node.address}" if node.cloud.private else ""
+    console.print(f"{node.name}: created ({node.role}, {node.suite}{where})")
+
+
+def _converge_holder(node: Node, existing: dict | None, image: str) -> bool:
+    """Node N's network namespace, holder container and link; True if the holder was made anew (the node, joined
+    to the old holder's namespace, must then be made anew too)."""
+    made = False
+    if not (existing and existing["state"] == "running"
+            and existing["labels"].get("tfprov.address") == node.address):
+        if existing:
+            docker("rm", "-f", network.holder_name(node.name), what=f"replacing {network.holder_name(node.name)}")
+        docker(*network.holder_run_args(node.cloud, node.index, node.name, image),
+               what=f"creating {network.holder_name(node.name)}")
+        made = True
+    network.plumb(node.cloud, node.index, network.holder_name(node.name))
+    return made
 
 
 def _set_up_ssh(node: Node, public_key: str) -> str:
     """sshd and the login user in the node; its host key, read over docker exec, as a known_hosts line."""
     port = node.ports["ssh_port"]
     out = docker("exec", "-i", node.name, "sh", "-s", what=f"{node.name}: setting up sshd",
-                 stdin=ssh.render_setup_script(port, public_key))
-    return ssh.known_hosts_line(port, out.splitlines()[-1] if out else "")
+                 stdin=ssh.render_setup_script(port, public_key, listen=node.address))
+    return ssh.known_hosts_line(node.address, port, out.splitlines()[-1] if out else "")
+
+
+def _remove(names: list[str]) -> None:
+    for name in names:
+        docker("rm", "-f", "-v", name, what=f"removing {name}")
 
 
 def up(count: int, suite: str | None, console: Console, roles: list[str] | None = None,
-       image: str | None = None) -> list[Node]:
-    """Converge the local cloud to exactly these nodes: start what exists, create what is missing, replace what
-    differs (role, ports, image...).
+       image: str | None = None, name: str | None = None, network_mode: str | None = None,
+       subnet: str | None = None) -> list[Node]:
+    """Converge one local cloud to exactly these nodes: start what exists, create what is missing, replace what
+    differs (role, ports, image, network...).
 
     suite: None is the image's own (a baked one's label), else bookworm.
     image: start the nodes from it (one baked from a converged node) instead of tfprov/node:<suite>.
+    name, network_mode, subnet: the cloud (cloud.py); None keeps what the cloud has, else the defaults.
     """
     roles = assign_roles(count, roles)
     ensure_engine(console)
+    cloud = find_cloud(name, network_mode, subnet, count)
     if image:
         suite = image_suite(image, suite)
     else:
         suite = suite or DEFAULT_SUITE
         image = images.build_image(suite, console)
-    wanted = [Node(i, role, suite, image) for i, role in enumerate(roles, 1)]
-    files = ssh.ssh_files(project_root())
-    if not shutil.which("ssh-keygen") and is_root():  # ssh and ssh-keygen: SSH mode's controller side
-        apt_install(console, "openssh-client")
+    wanted = [Node(i, role, suite, image, cloud) for i, role in enumerate(roles, 1)]
+    files = ssh.ssh_files(project_root(), cloud.name)
+    needed = {"ssh-keygen": "openssh-client"} | ({"socat": "socat", "nsenter": "util-linux"} if cloud.private else {})
+    missing = sorted({package for command, package in needed.items() if not shutil.which(command)})
+    if missing and is_root():  # the controller's side: ssh, and the jump into the lab namespace
+        apt_install(console, *missing)
     public_key = ssh.ensure_key_pair(files)
     serving = {}
     if any(node.runs_engine for node in wanted):
         serving = serving_labels(*serving_image.build_serving_image(None, console), project_root())
-    existing = {n["name"]: n for n in local_nodes()}
+    existing = {n["name"]: n for n in local_nodes(cloud.name)}
+    existing_holders = {n["name"]: n for n in holders(cloud.name)}
     for extra in sorted(set(existing) - {n.name for n in wanted}):
-        docker("rm", "-f", "-v", extra, what=f"removing {extra}")
+        _remove([extra, *[h for h in existing_holders if h == network.holder_name(extra)]])
         console.print(f"{extra}: removed (not among the {count} nodes asked for)")
+    if cloud.private:
+        network.ensure_lab(cloud)
+    else:
+        _remove(sorted(existing_holders))  # a cloud moved to the host's network keeps no namespaces
+        network.remove_lab(cloud)
     for node in wanted:
+        holder_made = cloud.private and _converge_holder(node, existing_holders.get(network.holder_name(node.name)),
+                                                         image)
         labels = node.labels | ssh_labels(files) | (serving if node.runs_engine else {})
-        _converge_container(node, labels, existing.get(node.name), image, console)
+        _converge_container(node, labels, existing.get(node.name), image, console, replace=holder_made)
     known_hosts = []
     for node in wanted:
         state = wait_systemd(node.name)
@@ -239,10 +336,14 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
     return wanted
 
 
-def down(console: Console) -> int:
-    nodes = local_nodes()
+def down(console: Console, name: str | None = None) -> int:
+    """Remove one local cloud (default: TFPROV_LOCAL_CLOUD or local): its nodes, their namespaces, its lab."""
+    cloud = Cloud(cloud_mod.check_name(name or cloud_mod.default_name()))
+    nodes = local_nodes(cloud.name)
     for node in nodes:
-        docker("rm", "-f", "-v", node["name"], what=f"removing {node['name']}")
+        _remove([node["name"]])
         console.print(f"{node['name']}: removed")
-    ssh.ssh_files(project_root()).known_hosts.unlink(missing_ok=True)  # their host keys went with them
+    _remove([holder["name"] for holder in holders(cloud.name)])
+    network.remove_lab(cloud)
+    ssh.ssh_files(project_root(), cloud.name).known_hosts.unlink(missing_ok=True)  # their host keys went with them
     return len(nodes)

@@ -1,8 +1,10 @@
-"""SSH mode: the path real cloud VMs take. Each node runs sshd on its own loopback port for a non-root login
-user with passwordless sudo; key authentication only; host keys are recorded, never ignored.
+"""SSH mode: the path real cloud VMs take. Each node runs sshd for a non-root login user with passwordless sudo;
+key authentication only; host keys are recorded, never ignored. On the private network sshd listens on port 22 of
+the node's own address, reached through a jump into the lab namespace; on the host's network, on its own loopback
+port.
 
 The key pair is made once under .tfprov/local/ssh/. Each node's host public key is read through `docker exec`
-(a channel that needs no host key) into known_hosts there, which the SSH inventory makes ssh require.
+(a channel that needs no host key) into that cloud's known_hosts there, which the SSH inventory makes ssh require.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from ..errors import TfprovError
 
 LOGIN_USER = "debian"  # as on Debian cloud images; Ubuntu's is ubuntu, Amazon Linux's ec2-user
-SSH_PORT_BASE = 22000  # node N listens on 127.0.0.1:22000+N: nodes share the host's network
+SSH_PORT_BASE = 22000  # host network: node N listens on 127.0.0.1:22000+N (plus the cloud's slot offset)
 HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"
 SSHD_CONFIG = "/etc/ssh/sshd_config.d/tfprov.conf"
 SUDOERS = "/etc/sudoers.d/tfprov-login"
@@ -28,6 +30,7 @@ class SshFiles:
     """The controller's side: the key pair and the recorded host keys."""
 
     directory: Path
+    cloud: str = "local"
 
     @property
     def key(self) -> Path:
@@ -39,11 +42,11 @@ class SshFiles:
 
     @property
     def known_hosts(self) -> Path:
-        return self.directory / "known_hosts"
+        return self.directory / f"known_hosts.{self.cloud}"
 
 
-def ssh_files(root: Path) -> SshFiles:
-    return SshFiles(root / ".tfprov" / "local" / "ssh")
+def ssh_files(root: Path, cloud: str = "local") -> SshFiles:
+    return SshFiles(root / ".tfprov" / "local" / "ssh", cloud)
 
 
 def ensure_key_pair(files: SshFiles) -> str:
@@ -64,12 +67,13 @@ def ensure_key_pair(files: SshFiles) -> str:
     return files.public_key.read_text(encoding="utf-8").strip()
 
 
-def render_sshd_config(port: int, user: str = LOGIN_USER) -> str:
-    """sshd for one node: loopback only, its own port and host key, one user, keys only."""
+def render_sshd_config(port: int, user: str = LOGIN_USER, listen: str = "127.0.0.1") -> str:
+    """sshd for one node: one address (its private one, or loopback on the host's network), its host key, one
+    user, keys only."""
     return "\n".join([
         "# Written by `tfprov up local`: SSH mode of the local cloud (see README).",
         f"Port {port}",
-        "ListenAddress 127.0.0.1",
+        f"ListenAddress {listen}",
         f"HostKey {HOST_KEY}",
         f"AllowUsers {user}",
         "PermitRootLogin no",
@@ -81,7 +85,7 @@ def render_sshd_config(port: int, user: str = LOGIN_USER) -> str:
     ])
 
 
-def render_setup_script(port: int, public_key: str, user: str = LOGIN_USER) -> str:
+def render_setup_script(port: int, public_key: str, user: str = LOGIN_USER, listen: str = "127.0.0.1") -> str:
     """Run as root in the node (sh -eu): login user, sudo, authorized key, host key, sshd. Prints the host
     public key last. Idempotent: sshd restarts only when its configuration changed or it is not running."""
     q = shlex.quote
@@ -98,7 +102,7 @@ chmod 0440 {SUDOERS}.new
 visudo -cqf {SUDOERS}.new
 mv {SUDOERS}.new {SUDOERS}
 [ -s {HOST_KEY} ] || ssh-keygen -q -t ed25519 -N '' -f {HOST_KEY}
-printf '%s' {q(render_sshd_config(port, user))} > {SSHD_CONFIG}.new
+printf '%s' {q(render_sshd_config(port, user, listen))} > {SSHD_CONFIG}.new
 restart=0
 if cmp -s {SSHD_CONFIG}.new {SSHD_CONFIG}; then rm {SSHD_CONFIG}.new
 else mv {SSHD_CONFIG}.new {SSHD_CONFIG}; restart=1; fi
@@ -110,8 +114,8 @@ cat {HOST_KEY}.pub
 """
 
 
-def known_hosts_line(port: int, host_public_key: str) -> str:
-    """ssh's known_hosts entry for 127.0.0.1 on a port other than 22: `[127.0.0.1]:PORT TYPE KEY`."""
+def known_hosts_line(host: str, port: int, host_public_key: str) -> str:
+    """ssh's known_hosts entry: `HOST TYPE KEY` on port 22, `[HOST]:PORT TYPE KEY` on any other."""
     fields = host_public_key.split()
     if len(fields) < 2 or not fields[0].startswith(("ssh-", "ecdsa-")):
         raise TfprovError(f"not an SSH host public key: {host_public_key[:60]!r}")
@@ -119,7 +123,8 @@ def known_hosts_line(port: int, host_public_key: str) -> str:
         base64.b64decode(fields[1], validate=True)
     except ValueError:
         raise TfprovError(f"not an SSH host public key: {host_public_key[:60]!r}") from None
-    return f"[127.0.0.1]:{port} {fields[0]} {fields[1]}"
+    where = host if port == 22 else f"[{host}]:{port}"
+    return f"{where} {fields[0]} {fields[1]}"
 
 
 def write_known_hosts(files: SshFiles, lines: list[str]) -> None:

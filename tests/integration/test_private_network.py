@@ -1,0 +1,210 @@
+"""The local cloud as a private network (`tfprov up local --network private`), with faults on demand.
+
+Five nodes from the baked image (chief, worker, worker, ps, serving) in a cloud of their own (`itnet`): their own
+addresses, the same ports, SSH through the jump into the lab namespace, no route out, the cluster's nftables rules
+applied in each node's own namespace, faults (cut, restore, stop, start, reboot), and the host's own network
+namespace unchanged from before `up` to after `down`.
+"""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+TFPROV = str(Path(sys.executable).parent / "tfprov")
+ANSIBLE = str(Path(sys.executable).parent / "ansible")
+BAKED = os.environ.get("TFPROV_BAKED_IMAGE", "tfprov/node-baked:bookworm")
+CLOUD = "itnet"
+NODES = [f"tfprov-{CLOUD}-{i}" for i in range(1, 6)]
+CHIEF, WORKER_1, WORKER_2, PS, SERVING = NODES
+SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
+ENV = {**os.environ, "TFPROV_LOCAL_CLOUD": CLOUD}
+# A TCP connect from inside a node: "open", "refused" (the packet got there, nothing listens) or "dropped".
+CONNECT = """
+import socket, sys
+s = socket.socket(); s.settimeout(float(sys.argv[3]))
+try:
+    s.connect((sys.argv[1], int(sys.argv[2]))); print("open")
+except ConnectionRefusedError: print("refused")
+except OSError as exc: print("dropped" if isinstance(exc, TimeoutError) else type(exc).__name__)
+"""
+
+
+def host_network() -> dict[str, str]:
+    """What of the host's own namespace the cloud must leave as it was."""
+    def out(*cmd):
+        return subprocess.run(cmd, capture_output=True, text=True).stdout
+    return {"links": out("ip", "-br", "link"), "routes": out("ip", "route"), "routes6": out("ip", "-6", "route"),
+            "rules": out("nft", "list", "ruleset")}
+
+
+def tfprov(*args, runs_dir, check=False, timeout=900):
+    proc = subprocess.run([TFPROV, *args], cwd=ROOT, env={**ENV, "TFPROV_RUNS_DIR": str(runs_dir)},
+                          capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert proc.returncode == 0, f"tfprov {' '.join(args)}: {proc.stdout[-4000:]}\n{proc.stderr}"
+    return proc
+
+
+def ansible(host: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([ANSIBLE, "-i", SSH_INVENTORY, host, *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**ENV, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}, timeout=180)
+
+
+def label(node: str, key: str) -> str:
+    return subprocess.run(["docker", "inspect", "--format", f'{{{{index .Config.Labels "{key}"}}}}', node],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def node_sh(node: str, script: str, check: bool = True) -> str:
+    proc = subprocess.run(["docker", "exec", node, "sh", "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0 or not check, f"{node}: {script}: {proc.stderr}"
+    return proc.stdout.strip()
+
+
+def connect(node: str, address: str, port: int, timeout: float = 3) -> str:
+    return subprocess.run(["docker", "exec", node, "python3", "-c", CONNECT, address, str(port), str(timeout)],
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("itnet-runs")
+    tfprov("down", "local", runs_dir=runs)
+    before = host_network()
+    started = time.monotonic()
+    tfprov("up", "local", "--nodes", "5", "--image", BAKED, "--network", "private", runs_dir=runs, check=True)
+    print(f"\nup, 5 private nodes from the baked image: {time.monotonic() - started:.1f} s")
+    yield runs, before
+    tfprov("down", "local", runs_dir=runs)
+
+
+def test_each_node_has_its_own_address_and_the_same_ports(lab):
+    addresses = [label(node, "tfprov.address") for node in NODES]
+    assert len(set(addresses)) == 5 and not any(a.startswith("127.") for a in addresses)
+    assert {label(node, "tfprov.tf_port") for node in NODES} == {"2222"}
+    assert {label(node, "tfprov.ssh_port") for node in NODES} == {"22"}
+    # The node sees that address on its own eth0, and keeps the hostname that resolves to it.
+    assert addresses[1] in node_sh(WORKER_1, "ip -br addr show eth0")
+    assert node_sh(WORKER_1, "getent hosts $(hostname)").split()[0] == addresses[1]
+
+
+def test_nodes_reach_each_other_but_nothing_outside(lab):
+    chief = label(CHIEF, "tfprov.address")
+    assert connect(WORKER_1, chief, 22) == "open"  # sshd on the chief's private address
+    # No route out (asked of the routing table: no packet is sent): only the cloud's own subnet is reachable.
+    assert node_sh(WORKER_1, "ip route show default") == ""
+    assert "unreachable" in node_sh(WORKER_1, "ip route get 192.0.2.10 2>&1", check=False).lower()
+    assert node_sh(WORKER_1, "ip -4 route show").split()[0] == label(WORKER_1, "tfprov.subnet")
+
+
+def test_ssh_goes_through_the_jump_to_the_private_address_with_a_recorded_host_key(lab):
+    proc = ansible(WORKER_2, "-b", "-m", "command", "-a", "hostname -I")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert label(WORKER_2, "tfprov.address") in proc.stdout
+    known = (ROOT / ".tfprov/local/ssh" / f"known_hosts.{CLOUD}").read_text().split("\n")
+    assert any(line.startswith(label(WORKER_2, "tfprov.address") + " ssh-ed25519 ") for line in known)
+    # sshd listens on the node's address only, not on every address of the node.
+    assert node_sh(WORKER_2, "ss -Hltn 'sport = :22'").split()[3] == f"{label(WORKER_2, 'tfprov.address')}:22"
+
+
+def _serve(node: str, port: int = 2222) -> None:
+    """Something listening on the cluster port, so that 'open' means the firewall let the packet in."""
+    node_sh(node, f"systemd-run --unit tfprov-test-listen python3 -m http.server {port} --bind 0.0.0.0")
+    for _ in range(50):
+        if node_sh(node, f"ss -Hltn 'sport = :{port}'"):
+            return
+        time.sleep(0.1)
+
+
+def test_the_cluster_firewall_admits_members_only_and_drops_a_member_that_left(lab):
+    runs, _ = lab
+    # The nodes' image has nftables installed and inactive, as Debian ships it; a node that runs it is what
+    # dist_tf_cluster's firewall 'auto' acts on. Its default ruleset (policy accept) is checked, not assumed.
+    for node in NODES:
+        node_sh(node, "systemctl start nftables")
+    assert "policy accept" in node_sh(CHIEF, "nft list chain inet filter input")
+    job = Path(runs) / "quick_job.py"
+    job.write_text("print('ok')\n")  # the firewall, not training, is under test here
+    limit = ["--limit", "all:!tfprov_serving", "--job", str(job)]
+    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+    _serve(CHIEF)
+    chief = label(CHIEF, "tfprov.address")
+    assert connect(WORKER_2, chief, 2222) == "open"
+    assert connect(PS, chief, 2222) == "open"
+    assert connect(SERVING, chief, 2222) == "dropped"  # a node outside the cluster
+    assert connect(SERVING, chief, 22) == "open"  # only the cluster port is closed to it
+    # The rules live in the chief's own namespace: the host's ruleset is untouched.
+    assert "tfprov_dist" in node_sh(CHIEF, "nft list tables")
+    assert subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout == ""
+
+    # worker:1 leaves the cluster (it becomes a serving node, keeping its address): the members' sets are
+    # replaced, not added to, so it is refused too.
+    tfprov("up", "local", "--nodes", "5", "--roles", "chief,worker,serving,ps,serving", "--image", BAKED,
+           runs_dir=runs, check=True)
+    assert label(WORKER_2, "tfprov.address") != "" and label(WORKER_2, "tfprov.role") == "serving"
+    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+    assert connect(WORKER_1, chief, 2222) == "open"
+    assert connect(WORKER_2, chief, 2222) == "dropped"
+
+
+def test_a_cut_node_is_unreachable_and_comes_back_when_restored(lab):
+    runs, _ = lab
+    assert ansible(WORKER_1, "-m", "ping").returncode == 0
+    tfprov("local", "fault", WORKER_1, "cut", runs_dir=runs, check=True)
+    try:
+        started = time.monotonic()
+        cut = ansible(WORKER_1, "-m", "ping")
+        seconds = time.monotonic() - started
+        assert node_sh(WORKER_1, "echo running") == "running"  # cut off, not stopped
+    finally:
+        tfprov("local", "fault", WORKER_1, "restore", runs_dir=runs, check=True)
+    assert cut.returncode == 4 and "UNREACHABLE" in cut.stdout, cut.stdout + cut.stderr
+    assert seconds < 60, f"a cut node took {seconds:.0f} s to be found unreachable"
+    assert ansible(WORKER_1, "-m", "ping").returncode == 0
+
+
+def test_a_stopped_or_rebooted_node_keeps_its_address(lab):
+    runs, _ = lab
+    address = label(PS, "tfprov.address")
+    tfprov("local", "fault", PS, "stop", runs_dir=runs, check=True)
+    assert subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", PS], capture_output=True,
+                          text=True).stdout.strip() == "false"
+    assert connect(CHIEF, address, 22) != "open"
+    tfprov("local", "fault", PS, "start", runs_dir=runs, check=True)
+    assert ansible(PS, "-m", "ping").returncode == 0
+    def started_at():
+        return subprocess.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", PS], capture_output=True,
+                              text=True, check=True).stdout
+    booted = started_at()
+    proc = tfprov("local", "fault", PS, "reboot", runs_dir=runs, check=True)
+    assert "rebooted in" in proc.stdout and started_at() != booted  # systemd's reboot, back by its restart policy
+    assert node_sh(PS, "ip -br addr show eth0").split()[2].startswith(address + "/")
+    assert ansible(PS, "-m", "ping").returncode == 0
+
+
+def test_delay_says_what_this_kernel_lacks_or_shapes_the_link(lab):
+    runs, _ = lab
+    proc = tfprov("local", "fault", "2", "delay", "--ms", "20", runs_dir=runs)
+    if proc.returncode == 0:
+        tfprov("local", "fault", "2", "delay", runs_dir=runs, check=True)  # 0 ms, 0 %: unshaped
+    else:
+        assert proc.returncode == 2 and proc.stderr.startswith("tfprov: error: delay needs tc netem"), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_down_leaves_the_hosts_network_as_it_was(lab):
+    runs, before = lab
+    assert host_network() == before  # while up, too
+    tfprov("down", "local", runs_dir=runs, check=True)
+    assert host_network() == before
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"tfprov-{CLOUD}" not in netns
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"name=tfprov-{CLOUD}-"], capture_output=True,
+                          text=True).stdout.split()
+    assert left == []
