@@ -100,6 +100,15 @@ def test_only_serving_nodes_get_what_an_engine_inside_needs():
     assert archives in serving.mounts and archives not in worker.mounts
 
 
+def test_only_nodes_with_a_namespace_of_their_own_may_manage_their_network():
+    # On the host's network NET_ADMIN would let a node change the host's network; in its own namespace it runs
+    # the node's firewall, as root on a VM does.
+    private = Cloud("ci-a", 1, "private", "10.210.1.0/24")
+    assert "NET_ADMIN" not in nodes.Node(1, "worker", "bookworm").run_args
+    assert "NET_ADMIN" in nodes.Node(1, "worker", "bookworm", "", private).run_args
+    assert nodes.Node(2, "serving", "bookworm", "", private).run_args.count("NET_ADMIN") == 1
+
+
 def test_serving_labels_name_the_stand_in_and_this_checkouts_example(tmp_path):
     import json
 

@@ -116,7 +116,12 @@ class Node:
 
     @property
     def run_args(self) -> list[str]:
-        return ENGINE_RUN if self.runs_engine else SYSTEMD_RUN
+        args = ENGINE_RUN if self.runs_engine else SYSTEMD_RUN
+        # A node with a namespace of its own may manage it, as root on a VM does (its firewall: nftables, ufw); on
+        # the host's network the same capability would change the host's network, so it is not given there.
+        if self.cloud.private and "NET_ADMIN" not in args:
+            args = [*args, "--cap-add", "NET_ADMIN"]
+        return args
 
 
 def ssh_labels(files: ssh.SshFiles) -> dict[str, str]:
