@@ -319,7 +319,7 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
     existing = {n["name"]: n for n in local_nodes(cloud.name)}
     existing_holders = {n["name"]: n for n in holders(cloud.name)}
     for extra in sorted(set(existing) - {n.name for n in wanted}):
-        _remove([extra, *[h for h in existing_holders if h == network.holder_name(extra)]])
+        _remove([extra, *({network.holder_name(extra)} & set(existing_holders))])
         console.print(f"{extra}: removed (not among the {count} nodes asked for)")
     if cloud.private:
         network.ensure_lab(cloud)
