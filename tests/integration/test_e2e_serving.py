@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
 SERVING = "tfprov-itest-2"  # --roles worker,serving: node 2 serves
 INVENTORY = "inventories/local_ssh.docker_containers.yml"
-GRPC_PORT, REST_PORT = 28502, 28602  # the local cloud's ports for node 2
 SNAPSHOT = (
     "find /etc /opt /srv /usr/share/keyrings /var/lib/apt/lists -xdev "
     "-printf '%p %s %T@ %m %l\\n' 2>/dev/null | sort; dpkg --get-selections"
@@ -40,6 +39,12 @@ def tfprov(*args, runs_dir):
 def node_sh(script: str, stdin: str | None = None) -> str:
     return subprocess.run(["docker", "exec", "-i", SERVING, "sh", "-c", script], input=stdin, capture_output=True,
                           text=True, check=True).stdout
+
+
+def node_port(key: str) -> int:
+    """The serving node's port, as its labels say (on the host's network it depends on the cloud's slot)."""
+    return int(subprocess.run(["docker", "inspect", SERVING, "--format", f'{{{{index .Config.Labels "tfprov.{key}"}}}}'],
+                              capture_output=True, text=True, check=True).stdout)
 
 
 def latest_report(runs_dir: Path) -> dict:
@@ -91,18 +96,19 @@ def test_bad_inputs_are_refused_before_any_change(cloud):
 
 def test_a_port_held_by_another_service_is_refused(cloud):
     runs, _ = cloud
+    rest_port = node_port("serving_rest_port")
     before = node_sh(SNAPSHOT)
     holder = subprocess.Popen(["docker", "exec", SERVING, "python3", "-m", "http.server", "--bind", "127.0.0.1",
-                               str(REST_PORT)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               str(rest_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         node_sh(f"for i in $(seq 50); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", "
-                f"{REST_PORT}))' 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
+                f"{rest_port}))' 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
         proc = tfprov("run", "serving", "-i", INVENTORY, runs_dir=runs)
-        assert_refused(proc, str(REST_PORT))
+        assert_refused(proc, str(rest_port))
     finally:
         holder.terminate()
         holder.wait()
-        node_sh(f"pkill -f '[h]ttp.server --bind 127.0.0.1 {REST_PORT}' || true")  # [h]: not this shell
+        node_sh(f"pkill -f '[h]ttp.server --bind 127.0.0.1 {rest_port}' || true")  # [h]: not this shell
     assert node_sh(SNAPSHOT) == before
 
 
@@ -133,7 +139,7 @@ def test_run_serving_serves_the_example_model(cloud):
 
 
 def test_the_official_grpc_client_gets_the_right_digits(cloud):
-    answers = grpc_answers(GRPC_PORT)
+    answers = grpc_answers(node_port("serving_grpc_port"))
     samples = json.loads((EXAMPLE / "samples.json").read_text())
     assert answers["status"][0]["state"] == "AVAILABLE"
     assert answers["predictions"] == [s["label"] for s in samples["samples"]] and answers["correct"]
