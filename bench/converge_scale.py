@@ -8,7 +8,8 @@ controller's CPU time (user + sys of tfprov and everything it started: ansible-p
 work runs in the containers and is not in it). The load average before each run says what else the machine did.
 
 Nodes install TensorFlow from a wheelhouse when one is given (--wheelhouse, e.g. /var/cache/tfprov/wheelhouse,
-served on 127.0.0.1: the nodes share the host's network), else from PyPI through the host's CA bundle.
+served by the private cloud's gateway: the nodes' --find-links is its URL), else from PyPI through the gateway's
+proxy and the host's CA bundle.
 Run it alone: it removes the local cloud before each node count and at the end.
 
     .venv/bin/python bench/converge_scale.py --nodes 1 2 4 8 --wheelhouse /var/cache/tfprov/wheelhouse
@@ -18,15 +19,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import http.server
 import json
 import os
 import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -138,24 +136,19 @@ def summary(runs: list[dict]) -> dict:
     return out
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:  # the JSON on stdout is the output; pip's requests are not news
-        pass
-
-
 @contextlib.contextmanager
 def served(directory: str | None):
-    """The wheelhouse over HTTP on 127.0.0.1 (pip trusts loopback), for as long as the benchmark runs."""
+    """The wheelhouse the local cloud's gateway serves (`tfprov up local` reads TFPROV_WHEELHOUSE), as pip's
+    --find-links: the nodes' own variable, templated on each node."""
     if not directory:
         yield None
         return
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=directory))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    before = os.environ.get("TFPROV_WHEELHOUSE")
+    os.environ["TFPROV_WHEELHOUSE"] = str(Path(directory).resolve())
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield "{{ tfprov_local_wheelhouse }}"
     finally:
-        server.shutdown()
+        os.environ.pop("TFPROV_WHEELHOUSE") if before is None else os.environ.update(TFPROV_WHEELHOUSE=before)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""`tfprov run node` on one local container node, reached as cloud VMs are: over SSH as the sudo user `debian`
-(the plays become root where they change the node), with pipelining. TensorFlow from PyPI (through the host's
-CA bundle) and the quick check that ends the run; a second run changes nothing; then `tfprov bench`: the bench
+"""`tfprov run node` on one local container node on the private network, reached as cloud VMs are: over SSH through
+the jump as the sudo user `debian` (the plays become root where they change the node), with pipelining. TensorFlow
+from PyPI through the cloud's proxy (the node has no other way out; the host's CA bundle) and the quick check that
+ends the run; a second run changes nothing; then `tfprov bench`: the bench
 table, JSON and PNG."""
 
 import json
@@ -44,7 +45,12 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
                               capture_output=True, text=True).stdout
-    assert "Accepted publickey for debian from 127.0.0.1" in sshd_log  # the run came in over SSH
+    gateway = subprocess.run(["docker", "inspect", "tfprov-itest-1", "--format",
+                              '{{index .Config.Labels "tfprov.http_proxy"}}'], capture_output=True, text=True,
+                             check=True).stdout.split("//")[1].split(":")[0]
+    assert f"Accepted publickey for debian from {gateway}" in sshd_log  # over SSH, through the lab's jump
+    proxy_log = (ROOT / ".tfprov/local/clouds/itest/proxy.log").read_text()
+    assert "CONNECT" in proxy_log and "files.pythonhosted.org" in proxy_log  # pip went through the proxy
     check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
     assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert check["problems"] == []

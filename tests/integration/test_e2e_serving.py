@@ -1,6 +1,8 @@
-"""`tfprov run serving` on the local cloud, as a user does it: two nodes (worker, serving), the serving node reached
-over SSH like a cloud VM, an engine installed into it under a daemon.json the user already had, the example
-model served by the stand-in image, answered by the official gRPC client; then a second run that changes nothing.
+"""`tfprov run serving` on the local cloud's private network, as a user does it on VMs: two nodes (worker, serving),
+the serving node reached over SSH through the jump, an engine installed into it (through the cloud's proxy) under a
+daemon.json the user already had, with a bridge of its own; the example model served by the stand-in image,
+published on the node's private address and answered by the official gRPC client on the other node; then a second
+run that changes nothing.
 
 Bad inputs first, on the fresh node: each is refused with one line and leaves the node byte-for-byte unchanged.
 """
@@ -23,11 +25,13 @@ SNAPSHOT = (
     "find /etc /opt /srv /usr/share/keyrings /var/lib/apt/lists -xdev "
     "-printf '%p %s %T@ %m %l\\n' 2>/dev/null | sort; dpkg --get-selections"
 )
-# What the user had before tfprov came: every key must still be there afterwards, beside the local cloud's network
-# settings (merged in before the engine is installed, so that it never starts on the host's network without them).
+# What the user had before tfprov came: every key must still be there afterwards, beside the settings the run asks
+# for (a bridge subnet of its own, as on a VPC whose range overlaps Docker's default; merged in before the engine is
+# installed, so that it never starts without them).
 USER_DAEMON_JSON = {"log-driver": "json-file", "log-opts": {"max-size": "10m", "max-file": "3"},
                     "max-concurrent-downloads": 2, "labels": ["team=ml"]}
-NETWORK = {"bridge": "none", "iptables": False, "ip-forward": False, "ip-masq": False}
+DAEMON_SETTINGS = {"bip": "192.168.217.1/24"}
+SETTINGS = ["-e", json.dumps({"tfprov_docker_daemon_settings": DAEMON_SETTINGS})]
 EXAMPLE = ROOT / "examples" / "digits"
 
 
@@ -41,10 +45,10 @@ def node_sh(script: str, stdin: str | None = None) -> str:
                           text=True, check=True).stdout
 
 
-def node_port(key: str) -> int:
-    """The serving node's port, as its labels say (on the host's network it depends on the cloud's slot)."""
-    return int(subprocess.run(["docker", "inspect", SERVING, "--format", f'{{{{index .Config.Labels "tfprov.{key}"}}}}'],
-                              capture_output=True, text=True, check=True).stdout)
+def node_label(key: str, node: str = SERVING) -> str:
+    """What `tfprov up local` recorded on the node: its address, its ports."""
+    return subprocess.run(["docker", "inspect", node, "--format", f'{{{{index .Config.Labels "tfprov.{key}"}}}}'],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def latest_report(runs_dir: Path) -> dict:
@@ -89,38 +93,39 @@ def test_bad_inputs_are_refused_before_any_change(cloud):
     runs, tmp = cloud
     before = node_sh(SNAPSHOT)
     for name, (extra, needle) in bad_models(tmp).items():
-        proc = tfprov("run", "serving", "-i", INVENTORY, "-e", json.dumps(extra), runs_dir=runs)
+        proc = tfprov("run", "serving", "-i", INVENTORY, *SETTINGS, "-e", json.dumps(extra), runs_dir=runs)
         assert_refused(proc, needle)
         assert node_sh(SNAPSHOT) == before, f"{name}: the node changed"
 
 
 def test_a_port_held_by_another_service_is_refused(cloud):
     runs, _ = cloud
-    rest_port = node_port("serving_rest_port")
+    address, rest_port = node_label("address"), node_label("serving_rest_port")
     before = node_sh(SNAPSHOT)
-    holder = subprocess.Popen(["docker", "exec", SERVING, "python3", "-m", "http.server", "--bind", "127.0.0.1",
-                               str(rest_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    holder = subprocess.Popen(["docker", "exec", SERVING, "python3", "-m", "http.server", "--bind", address,
+                               rest_port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        node_sh(f"for i in $(seq 50); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", "
+        node_sh(f"for i in $(seq 50); do python3 -c 'import socket; socket.create_connection((\"{address}\", "
                 f"{rest_port}))' 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
-        proc = tfprov("run", "serving", "-i", INVENTORY, runs_dir=runs)
-        assert_refused(proc, str(rest_port))
+        proc = tfprov("run", "serving", "-i", INVENTORY, *SETTINGS, runs_dir=runs)
+        assert_refused(proc, rest_port)
     finally:
         holder.terminate()
         holder.wait()
-        node_sh(f"pkill -f '[h]ttp.server --bind 127.0.0.1 {rest_port}' || true")  # [h]: not this shell
+        node_sh(f"pkill -f '[h]ttp.server --bind {address} {rest_port}' || true")  # [h]: not this shell
     assert node_sh(SNAPSHOT) == before
 
 
-def grpc_answers(port: int) -> dict:
-    """The official tensorflow-serving-api client, run from the stand-in image (it needs TensorFlow)."""
+def grpc_answers(target: str, client_node: str) -> dict:
+    """The official tensorflow-serving-api client, run from the stand-in image (it needs TensorFlow) in the network
+    namespace of another node: a client on the private network."""
     client = (ROOT / "tests/support/serving_stand_in/grpc_client.py").read_text()
     image = next(line for line in subprocess.run(
         ["docker", "images", "tfprov/serving-stand-in", "--format", "{{.Repository}}:{{.Tag}}"],
         capture_output=True, text=True, check=True).stdout.splitlines())
     python = "/opt/tfserving/bin/python"
-    proc = subprocess.run(["docker", "run", "--rm", "-i", "--network", "host", "--entrypoint", python,
-                           "-v", f"{EXAMPLE}:/digits:ro", image, "-", "--target", f"127.0.0.1:{port}",
+    proc = subprocess.run(["docker", "run", "--rm", "-i", "--network", f"container:{client_node}-net",
+                           "--entrypoint", python, "-v", f"{EXAMPLE}:/digits:ro", image, "-", "--target", target,
                            "--samples", "/digits/samples.json"], input=client, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -129,7 +134,7 @@ def grpc_answers(port: int) -> dict:
 
 def test_run_serving_serves_the_example_model(cloud):
     runs, _ = cloud
-    proc = tfprov("run", "serving", "-i", INVENTORY, runs_dir=runs)
+    proc = tfprov("run", "serving", "-i", INVENTORY, *SETTINGS, runs_dir=runs)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
     assert re.search(r"digits\s+│\s+1\s+│\s+AVAILABLE", proc.stdout), proc.stdout[-3000:]
     report = latest_report(runs)
@@ -138,8 +143,17 @@ def test_run_serving_serves_the_example_model(cloud):
     assert "worker" not in json.dumps(report["hosts"])  # only tfprov_serving hosts are touched
 
 
+def test_serving_is_published_by_a_bridged_engine_on_the_private_address_only(cloud):
+    address = node_label("address")
+    published = node_sh("docker ps --filter name=tfprov-serving --format '{{.Networks}} {{.Ports}}'").strip()
+    assert published == f"bridge {address}:8500-8501->8500-8501/tcp"
+    assert "192.168.217.1/24" in node_sh("ip -br addr show docker0")  # the engine's bridge, inside the node
+    host_listeners = subprocess.run(["ss", "-Htln"], capture_output=True, text=True, check=True).stdout
+    assert not re.search(r":850[01]\s", host_listeners), host_listeners  # nothing on the host's own network
+
+
 def test_the_official_grpc_client_gets_the_right_digits(cloud):
-    answers = grpc_answers(node_port("serving_grpc_port"))
+    answers = grpc_answers(f"{node_label('address')}:{node_label('serving_grpc_port')}", "tfprov-itest-1")
     samples = json.loads((EXAMPLE / "samples.json").read_text())
     assert answers["status"][0]["state"] == "AVAILABLE"
     assert answers["predictions"] == [s["label"] for s in samples["samples"]] and answers["correct"]
@@ -147,7 +161,7 @@ def test_the_official_grpc_client_gets_the_right_digits(cloud):
 
 def test_the_users_daemon_json_keys_are_all_kept(cloud):
     merged = json.loads(node_sh("cat /etc/docker/daemon.json"))
-    for key, value in (USER_DAEMON_JSON | NETWORK).items():
+    for key, value in (USER_DAEMON_JSON | DAEMON_SETTINGS).items():
         assert merged[key] == value, key
     [backup] = [name for name in node_sh("ls /etc/docker/").split() if name.startswith("daemon.json.")]
     assert json.loads(node_sh(f"cat /etc/docker/{backup}")) == USER_DAEMON_JSON  # the user's file, as it was
@@ -155,6 +169,6 @@ def test_the_users_daemon_json_keys_are_all_kept(cloud):
 
 def test_a_second_run_changes_nothing(cloud):
     runs, _ = cloud
-    proc = tfprov("run", "serving", "-i", INVENTORY, runs_dir=runs)
+    proc = tfprov("run", "serving", "-i", INVENTORY, *SETTINGS, runs_dir=runs)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
     assert latest_report(runs)["hosts"][SERVING]["changed"] == 0, proc.stdout[-4000:]

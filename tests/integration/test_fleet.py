@@ -5,13 +5,10 @@ environment makes `import tensorflow` fail, as a broken site customisation would
 report names that node and why, the nodes not reached still have 2.21.0. Once the node is fixed,
 `--retry-failed` completes the rest."""
 
-import functools
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,20 +27,13 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def wheelhouse_url():
-    """The wheelhouse over HTTP on the host's loopback: the nodes share the host's network, pip reads --find-links."""
+def wheelhouse_url(fleet_cloud):
+    """The wheelhouse the private cloud's gateway serves (the nodes have no other way out), for pip's --find-links."""
     # A missing wheel is a broken setup, not a reason to skip the rollout.
     assert any(WHEELHOUSE.glob("tensorflow_cpu-2.20.0-cp311-*.whl")), \
         f"no tensorflow-cpu 2.20.0 in {WHEELHOUSE}: make wheelhouse"
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(WHEELHOUSE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    return subprocess.run(["docker", "inspect", CANARY[0], "--format", '{{index .Config.Labels "tfprov.wheelhouse"}}'],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def tf_version(node: str) -> str:

@@ -2,10 +2,11 @@
 
 Five nodes from the baked image (chief, worker, worker, ps, serving) in a cloud of their own (`itnet`): their own
 addresses, the same ports, SSH through the jump into the lab namespace, no route out, the cluster's nftables rules
-applied in each node's own namespace, faults (cut, restore, stop, start, reboot), and the host's own network
-namespace unchanged from before `up` to after `down`.
+applied in each node's own namespace, the gateway's proxy as the only way out, faults (cut, restore, stop, start,
+reboot), and the host's own network namespace unchanged from before `up` to after `down`, the gateway stopped.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -101,6 +102,36 @@ def test_nodes_reach_each_other_but_nothing_outside(lab):
     assert node_sh(WORKER_1, "ip route show default") == ""
     assert "unreachable" in node_sh(WORKER_1, "ip route get 192.0.2.10 2>&1", check=False).lower()
     assert node_sh(WORKER_1, "ip -4 route show").split()[0] == label(WORKER_1, "tfprov.subnet")
+
+
+# From a node, through the gateway's proxy: the status line of the answer, or the error.
+FETCH = """
+import sys, urllib.request as u
+opener = u.build_opener(u.ProxyHandler({"http": sys.argv[1], "https": sys.argv[1]}))
+try:
+    print(opener.open(sys.argv[2], timeout=30).status)
+except Exception as exc:
+    print(getattr(exc, "code", None) or str(getattr(exc, "reason", exc)))
+"""
+
+
+def test_the_only_way_out_is_the_gateways_proxy_to_the_mirror_and_pypi(lab):
+    proxy = label(WORKER_1, "tfprov.http_proxy")
+    assert proxy == f"http://{label(WORKER_1, 'tfprov.subnet').rsplit('.', 1)[0]}.1:3128"
+
+    def fetch(url):
+        return subprocess.run(["docker", "exec", WORKER_1, "python3", "-c", FETCH, proxy, url],
+                              capture_output=True, text=True).stdout.strip()
+    mirror = node_sh(WORKER_1, "grep -rhoE 'https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ | head -1")
+    assert fetch(mirror.rstrip("/") + "/dists/bookworm/Release") == "200"  # the mirror, over plain HTTP
+    assert fetch("http://example.com/") == "403"  # not on the allow-list: refused, not forwarded
+    assert "403" in fetch("https://example.com/")  # nor tunnelled (CONNECT refused)
+    log = (ROOT / f".tfprov/local/clouds/{CLOUD}/proxy.log").read_text()
+    assert "example.com" in log  # the proxy's log names what was asked, refused or not
+    # The wheelhouse, at the gateway, without the proxy (the cloud's subnet is never sent to it).
+    wheelhouse = label(WORKER_1, "tfprov.wheelhouse")
+    listing = node_sh(WORKER_1, f"python3 -c 'import urllib.request as u; print(u.urlopen(\"{wheelhouse}\").status)'")
+    assert listing == "200"
 
 
 def test_ssh_goes_through_the_jump_to_the_private_address_with_a_recorded_host_key(lab):
@@ -207,8 +238,14 @@ def test_delay_says_what_this_kernel_lacks_or_shapes_the_link(lab):
 def test_down_leaves_the_hosts_network_as_it_was(lab):
     runs, before = lab
     assert host_network() == before  # while up, too
+    state = ROOT / f".tfprov/local/clouds/{CLOUD}"
+    pids = [int(pid) for pid in json.loads((state / "gateway.json").read_text())["pids"].values()]
     tfprov("down", "local", runs_dir=runs, check=True)
     assert host_network() == before
+    time.sleep(0.5)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}/cmdline").exists()
+                and Path(f"/proc/{pid}/cmdline").read_bytes()], "the gateway's processes outlived down"
+    assert not (state / "proxy.sock").exists()
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"tfprov-{CLOUD}" not in netns
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"name=tfprov-{CLOUD}-"], capture_output=True,

@@ -43,7 +43,8 @@ def snapshot():
 def fresh_node(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     subprocess.run([TFPROV, "down", "local"], cwd=ROOT, capture_output=True)
-    proc = tfprov("up", "local", "--nodes", "1", runs_dir=runs)
+    # The host's network: the stand-in NVIDIA repository below is served on the host's loopback.
+    proc = tfprov("up", "local", "--nodes", "1", "--network", "host", runs_dir=runs)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield runs, snapshot()
     tfprov("down", "local", runs_dir=runs)

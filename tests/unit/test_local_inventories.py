@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import jinja2
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,3 +40,34 @@ def test_both_inventories_list_the_cloud_the_environment_names():
         [include, exclude] = inventory["filters"]
         assert "lookup('ansible.builtin.env', 'TFPROV_LOCAL_CLOUD')" in include["include"]
         assert "or 'local'" in include["include"] and exclude == {"exclude": True}
+
+
+def composed(key: str, labels: dict, inventory: dict = SSH):
+    """A compose expression evaluated on a node's labels (plain Jinja: these use no Ansible filter)."""
+    return jinja2.Environment().compile_expression(inventory["compose"][key])(docker_config={"Labels": labels})
+
+
+PRIVATE = {"tfprov.network": "private", "tfprov.address": "10.210.1.12", "tfprov.subnet": "10.210.1.0/24",
+           "tfprov.http_proxy": "http://10.210.1.1:3128", "tfprov.wheelhouse": "http://10.210.1.1:8080/"}
+HOST = {"tfprov.network": "host", "tfprov.address": "127.0.0.1"}
+
+
+def test_private_nodes_go_out_only_through_the_gateway():
+    assert composed("tfprov_http_proxy", PRIVATE) == "http://10.210.1.1:3128"
+    assert composed("tfprov_no_proxy", PRIVATE) == "10.210.1.0/24"  # members and the wheelhouse: never the proxy
+    assert composed("tfprov_local_wheelhouse", PRIVATE) == "http://10.210.1.1:8080/"
+    assert composed("tfprov_http_proxy", HOST) == composed("tfprov_local_wheelhouse", HOST) == ""
+
+
+def test_private_serving_nodes_publish_from_a_bridged_engine_on_their_address():
+    assert composed("tfprov_docker_daemon_settings", PRIVATE) == {}  # the engine's own bridge, in the node
+    assert composed("tfprov_serving_network_mode", PRIVATE) == "bridge"
+    assert composed("tfprov_serving_bind_address", PRIVATE) == "10.210.1.12"
+
+
+def test_host_network_serving_nodes_keep_the_hosts_network_untouched():
+    assert composed("tfprov_docker_daemon_settings", HOST) == {
+        "bridge": "none", "iptables": False, "ip-forward": False, "ip-masq": False}
+    assert composed("tfprov_serving_network_mode", HOST) == "host"
+    assert composed("tfprov_serving_bind_address", HOST) == "0.0.0.0"
+    assert composed("tfprov_serving_network_mode", {}) == "host"  # a node made before the label existed

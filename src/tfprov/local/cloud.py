@@ -18,7 +18,7 @@ from ..errors import TfprovError
 DEFAULT_NAME = "local"
 NAME_ENV = "TFPROV_LOCAL_CLOUD"  # the default cloud of `tfprov up|down|local` and of the local inventories
 NETWORKS = ("private", "host")
-DEFAULT_NETWORK = "host"
+DEFAULT_NETWORK = "private"
 MAX_SLOT = 9  # host-network ports move by 1000 per slot (cloud.ports): slot 9 stays below 40000
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 FIRST_HOST = 10  # node N has the subnet's host number 10 + N; .1 is the lab's gateway (the jump, the proxies)
@@ -56,7 +56,9 @@ def check_subnet(subnet: str, nodes: int) -> ipaddress.IPv4Network:
 class Cloud:
     name: str = DEFAULT_NAME
     slot: int = 0
-    network: str = DEFAULT_NETWORK  # private: a namespace and address per node; host: the host's network
+    # private: a namespace and address per node (needs a subnet); host: the host's network. `up` picks
+    # DEFAULT_NETWORK for a new cloud; a bare Cloud() is the host-network one (it needs no subnet).
+    network: str = "host"
     subnet: str = ""  # private only
 
     @property

@@ -97,8 +97,11 @@ def plumb(cloud: Cloud, index: int, holder: str) -> bool:
 
 def holder_run_args(cloud: Cloud, index: int, node_name: str, image: str) -> list[str]:
     """`docker run` arguments of node N's holder: no network of Docker's, the node's hostname resolving to its
-    address (sudo looks its own name up), restarted with the engine."""
+    address (sudo looks its own name up), restarted with the engine. Forwarding is on in the node's namespace, as a
+    VM lets its container engine turn it on (a container cannot: /proc/sys is read-only there); only the node's own
+    bridges use it."""
     return ["run", "-d", "--name", holder_name(node_name), "--network", "none", "--hostname", node_name,
+            "--sysctl", "net.ipv4.ip_forward=1",
             "--add-host", f"{node_name}:{cloud.address(index)}", "--restart", "unless-stopped",
             "--label", f"{HOLDER_LABEL}={cloud.name}", "--label", f"tfprov.index={index}",
             "--label", f"tfprov.address={cloud.address(index)}", image, "sleep", "infinity"]

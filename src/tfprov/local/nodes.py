@@ -17,7 +17,7 @@ from rich.console import Console
 from ..errors import TfprovError
 from ..project import project_root
 from . import cloud as cloud_mod
-from . import images, network, serving_image, ssh
+from . import gateway, images, network, serving_image, ssh
 from .cloud import Cloud
 from .commands import apt_install, docker, is_root
 from .engine import ensure_engine
@@ -97,7 +97,9 @@ class Node:
     def labels(self) -> dict[str, str]:
         ports = {f"tfprov.{k}": str(v) for k, v in self.ports.items()}
         ca = {"tfprov.ca_bundle": NODE_CA_BUNDLE} if HOST_CA_BUNDLE.is_file() else {}
-        subnet = {"tfprov.subnet": self.cloud.subnet} if self.cloud.private else {}
+        # Private network: the subnet, and the gateway's proxy and wheelhouse (the nodes' only way out).
+        subnet = {"tfprov.subnet": self.cloud.subnet, "tfprov.http_proxy": gateway.proxy_url(self.cloud),
+                  "tfprov.wheelhouse": gateway.wheelhouse_url(self.cloud)} if self.cloud.private else {}
         return {CLUSTER_LABEL: self.cloud.name, SLOT_LABEL: str(self.cloud.slot), "tfprov.network": self.cloud.network,
                 "tfprov.role": self.role, "tfprov.index": str(self.index), "tfprov.address": self.address,
                 "tfprov.ssh_proxy": self.ssh_proxy, SUITE_LABEL: self.suite,
@@ -308,10 +310,12 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
         image = images.build_image(suite, console)
     wanted = [Node(i, role, suite, image, cloud) for i, role in enumerate(roles, 1)]
     files = ssh.ssh_files(project_root(), cloud.name)
-    needed = {"ssh-keygen": "openssh-client"} | ({"socat": "socat", "nsenter": "util-linux"} if cloud.private else {})
+    needed = {"ssh-keygen": "openssh-client"} | (gateway.needed_commands() if cloud.private else {})
     missing = sorted({package for command, package in needed.items() if not shutil.which(command)})
-    if missing and is_root():  # the controller's side: ssh, and the jump into the lab namespace
+    if missing and is_root():  # the controller's side: ssh; the jump into the lab namespace, the gateway
         apt_install(console, *missing)
+        if "tinyproxy" in missing:
+            gateway.disable_packaged_proxy()
     public_key = ssh.ensure_key_pair(files)
     serving = {}
     if any(node.runs_engine for node in wanted):
@@ -323,7 +327,11 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
         console.print(f"{extra}: removed (not among the {count} nodes asked for)")
     if cloud.private:
         network.ensure_lab(cloud)
+        urls = gateway.ensure_gateway(cloud, project_root(), images.debian_mirror(), serving_image.WHEELHOUSE)
+        console.print(f"gateway {cloud.gateway}: proxy {urls['proxy']}"
+                      + (f", wheelhouse {urls['wheelhouse']}" if "wheelhouse" in urls else ""))
     else:
+        gateway.stop_gateway(cloud, project_root())
         _remove(sorted(existing_holders))  # a cloud moved to the host's network keeps no namespaces
         network.remove_lab(cloud)
     for node in wanted:
@@ -349,6 +357,7 @@ def down(console: Console, name: str | None = None) -> int:
         _remove([node["name"]])
         console.print(f"{node['name']}: removed")
     _remove([holder["name"] for holder in holders(cloud.name)])
+    gateway.stop_gateway(cloud, project_root())
     network.remove_lab(cloud)
     ssh.ssh_files(project_root(), cloud.name).known_hosts.unlink(missing_ok=True)  # their host keys went with them
     return len(nodes)

@@ -1,0 +1,173 @@
+"""The private network's only way out: the controller's HTTP(S) proxy and its wheelhouse, at the gateway address.
+
+A private local cloud has no route out, as nodes behind a proxy or air-gapped have none: packages reach them only
+through the controller, so tfprov's proxy and wheelhouse settings run for real.
+- The proxy is Debian's tinyproxy, on the host's loopback (a port the kernel picks), forwarding only to the hosts
+  on its allow-list (the Debian mirror, PyPI; more with TFPROV_LOCAL_PROXY_ALLOW): anything else is refused.
+- socat carries it into the lab namespace over a Unix socket (a file: namespaces do not split it): on the host
+  UNIX-LISTEN → TCP 127.0.0.1:<port>, in the lab TCP-LISTEN <gateway>:3128 → UNIX-CONNECT. Nothing listens in
+  the host's namespace but on its loopback, and nothing is added to the host's network.
+- The wheelhouse (a directory of wheels, when there is one) is served read-only in the lab namespace at
+  http://<gateway>:8080/, for pip's --find-links.
+Their pids are recorded in the cloud's state directory; `up` restarts what died, `down` stops them.
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..errors import TfprovError
+from .cloud import Cloud
+
+PROXY_PORT = 3128
+WHEELHOUSE_PORT = 8080
+ALLOW_ENV = "TFPROV_LOCAL_PROXY_ALLOW"  # extra host names the proxy forwards to, comma-separated
+PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
+STATE_FILE = "gateway.json"
+
+
+def proxy_url(cloud: Cloud) -> str:
+    return f"http://{cloud.gateway}:{PROXY_PORT}"
+
+
+def wheelhouse_url(cloud: Cloud) -> str:
+    return f"http://{cloud.gateway}:{WHEELHOUSE_PORT}/"
+
+
+def allowed_hosts(mirror: str) -> list[str]:
+    """Where the nodes may go: the Debian mirror the node images use, PyPI, and what the user adds."""
+    extra = [h.strip() for h in os.environ.get(ALLOW_ENV, "").split(",") if h.strip()]
+    return sorted({urlsplit(mirror).hostname or mirror, *PYPI_HOSTS, *extra})
+
+
+def tinyproxy_config(state: Path, port: int, hosts: list[str]) -> tuple[str, str]:
+    """tinyproxy.conf and its filter file: loopback only, CONNECT only to 443, every host not listed refused."""
+    user = "User nobody\nGroup nogroup\n" if os.geteuid() == 0 else ""
+    return (f"Port {port}\nListen 127.0.0.1\nAllow 127.0.0.1\n{user}Timeout 600\nMaxClients 100\n"
+            f"LogLevel Info\nLogFile \"{state / 'proxy.log'}\"\nFilter \"{state / 'proxy.allow'}\"\n"
+            "FilterType fnmatch\nFilterDefaultDeny Yes\nConnectPort 443\nDisableViaHeader Yes\n"), "\n".join(hosts)
+
+
+def _writable_log(log: Path) -> None:
+    """The proxy's log, every request it forwarded or refused: tinyproxy writes it as nobody when started by root."""
+    log.touch()
+    if os.geteuid() == 0:
+        os.chown(log, pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid)
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _alive(pid: int, marker: str) -> bool:
+    """The recorded pid is still the process we started (a pid may be reused)."""
+    if not pid:
+        return False
+    try:
+        return marker in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return False
+
+
+def _spawn(cmd: list[str], log: Path) -> int:
+    """A process of the cloud's, in a session of its own: it outlives `tfprov up`, as the nodes do."""
+    with open(log, "ab") as out:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+        except FileNotFoundError as exc:
+            raise TfprovError(f"the local cloud's gateway: {cmd[0]} is not installed") from exc
+    return proc.pid
+
+
+def _wait_listening(cloud: Cloud, port: int, what: str, log: Path, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    probe = ["ip", "netns", "exec", cloud.namespace, "socat", "-u", "/dev/null", f"TCP:{cloud.gateway}:{port}"]
+    while subprocess.run(probe, capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise TfprovError(f"the local cloud's {what} did not start at {cloud.gateway}:{port} (see {log})")
+        time.sleep(0.1)
+
+
+def _read_state(state: Path) -> dict:
+    try:
+        return json.loads((state / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | None) -> dict[str, str]:
+    """Start what is not running (idempotent); the URLs the nodes use: {'proxy': ..., 'wheelhouse': ...}."""
+    state = cloud.state_dir(root)
+    state.mkdir(parents=True, exist_ok=True)
+    recorded = _read_state(state)
+    procs = recorded.get("pids", {})
+    sock = state / "proxy.sock"
+    if not all(_alive(procs.get(k, 0), marker) for k, marker in
+               (("proxy", "tinyproxy"), ("proxy_host_end", str(sock)), ("proxy_lab_end", str(sock)))):
+        stop_gateway(cloud, root)
+        port = _free_loopback_port()
+        config, allow = tinyproxy_config(state, port, allowed_hosts(mirror))
+        (state / "proxy.conf").write_text(config)
+        (state / "proxy.allow").write_text(allow + "\n")
+        _writable_log(state / "proxy.log")
+        log = state / "gateway.log"
+        procs = {"proxy": _spawn(["tinyproxy", "-d", "-c", str(state / "proxy.conf")], log),
+                 "proxy_host_end": _spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
+                                           f"TCP:127.0.0.1:{port}"], log)}
+        for _ in range(100):  # the lab's end connects to the socket file: wait for it
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        procs["proxy_lab_end"] = _spawn(["ip", "netns", "exec", cloud.namespace, "socat",
+                                         f"TCP-LISTEN:{PROXY_PORT},bind={cloud.gateway},fork,reuseaddr",
+                                         f"UNIX-CONNECT:{sock}"], log)
+    urls = {"proxy": proxy_url(cloud)}
+    if wheelhouse and wheelhouse.is_dir():
+        served = str(wheelhouse.resolve())
+        if not _alive(procs.get("wheelhouse", 0), served):
+            procs["wheelhouse"] = _spawn(["ip", "netns", "exec", cloud.namespace, sys.executable, "-m", "http.server",
+                                          str(WHEELHOUSE_PORT), "--bind", cloud.gateway, "--directory", served],
+                                         state / "gateway.log")
+        urls["wheelhouse"] = wheelhouse_url(cloud)
+    (state / STATE_FILE).write_text(json.dumps({"pids": procs, "urls": urls}, indent=2))
+    _wait_listening(cloud, PROXY_PORT, "proxy", state / "gateway.log")
+    if "wheelhouse" in urls:
+        _wait_listening(cloud, WHEELHOUSE_PORT, "wheelhouse server", state / "gateway.log")
+    return urls
+
+
+def stop_gateway(cloud: Cloud, root: Path) -> None:
+    state = cloud.state_dir(root)
+    for name, pid in _read_state(state).get("pids", {}).items():
+        if _alive(pid, "tinyproxy" if name == "proxy" else "http.server" if name == "wheelhouse" else "socat"):
+            try:
+                os.killpg(pid, signal.SIGTERM)  # the session: `ip netns exec` execs, socat's forks go too
+            except ProcessLookupError:
+                pass
+    (state / STATE_FILE).unlink(missing_ok=True)
+    (state / "proxy.sock").unlink(missing_ok=True)
+
+
+def needed_commands() -> dict[str, str]:
+    """Command -> the Debian package that has it, for the controller's side of a private cloud."""
+    return {"tinyproxy": "tinyproxy", "socat": "socat", "nsenter": "util-linux"}
+
+
+def disable_packaged_proxy() -> None:
+    """Debian's package starts its own tinyproxy service (port 8888, every address) where systemd runs: tfprov
+    installed it only for its gateways, so that service is stopped and disabled, opening nothing."""
+    if shutil.which("systemctl") and Path("/run/systemd/system").is_dir():
+        subprocess.run(["systemctl", "disable", "--now", "tinyproxy"], capture_output=True)

@@ -1,0 +1,40 @@
+"""The private cloud's gateway: what its proxy forwards to, and how it is configured (the processes themselves run
+in tests/integration/test_private_network.py, which needs root and network namespaces)."""
+
+import os
+from pathlib import Path
+
+from tfprov.local import gateway
+from tfprov.local.cloud import Cloud
+
+CLOUD = Cloud("itnet", 3, "private", "10.210.3.0/24")
+
+
+def test_the_nodes_reach_the_gateway_at_the_bridge_address():
+    assert gateway.proxy_url(CLOUD) == "http://10.210.3.1:3128"
+    assert gateway.wheelhouse_url(CLOUD) == "http://10.210.3.1:8080/"
+
+
+def test_the_proxy_forwards_only_to_the_mirror_pypi_and_what_the_user_adds(monkeypatch):
+    monkeypatch.delenv(gateway.ALLOW_ENV, raising=False)
+    assert gateway.allowed_hosts("http://deb.debian.org/debian") == [
+        "deb.debian.org", "files.pythonhosted.org", "pypi.org"]
+    monkeypatch.setenv(gateway.ALLOW_ENV, " repo.example.org , ,pypi.org")
+    assert gateway.allowed_hosts("http://mirror.local:8080/debian") == [
+        "files.pythonhosted.org", "mirror.local", "pypi.org", "repo.example.org"]
+
+
+def test_the_proxy_listens_on_loopback_and_refuses_every_host_not_listed(tmp_path: Path):
+    config, allow = gateway.tinyproxy_config(tmp_path, 41234, ["deb.debian.org", "pypi.org"])
+    lines = config.splitlines()
+    assert "Port 41234" in lines and "Listen 127.0.0.1" in lines and "Allow 127.0.0.1" in lines
+    assert "FilterDefaultDeny Yes" in lines and "FilterType fnmatch" in lines
+    assert f'Filter "{tmp_path / "proxy.allow"}"' in lines
+    assert [line for line in lines if line.startswith("ConnectPort")] == ["ConnectPort 443"]  # HTTPS only
+    assert allow.splitlines() == ["deb.debian.org", "pypi.org"]
+
+
+def test_a_recorded_pid_counts_only_while_it_is_still_our_process():
+    assert not gateway._alive(0, "socat")
+    assert gateway._alive(os.getpid(), "pytest")
+    assert not gateway._alive(os.getpid(), "tinyproxy")  # a reused pid: another program
