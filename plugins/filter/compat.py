@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from urllib.parse import urlsplit
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.tfprov.gpu.plugins.module_utils import compat
 
@@ -81,9 +83,15 @@ def pip_requirements(packages, only=None, exclude=None):
 
 
 def pip_args(ca_bundle=None, find_links=None, no_index=False):
-    """pip options for TLS-inspecting proxies (--cert) and offline wheelhouses (--find-links, --no-index)."""
+    """pip options for TLS-inspecting proxies (--cert) and offline wheelhouses (--find-links, --no-index).
+
+    A wheelhouse given as an http:// URL (a controller's or a private network's file server) is used as given: pip
+    ignores plain-HTTP links of any host but localhost unless told to trust that host (--trusted-host).
+    """
     args = ["--cert", ca_bundle] if ca_bundle else []
     args += ["--find-links", find_links] if find_links else []
+    host = urlsplit(str(find_links)).hostname if str(find_links or "").startswith("http://") else None
+    args += ["--trusted-host", host] if host and host not in ("localhost", "127.0.0.1", "::1") else []
     return args + (["--no-index"] if str(no_index).lower() in ("true", "yes", "1") else [])
 
 

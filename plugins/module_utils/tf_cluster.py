@@ -137,6 +137,19 @@ def _endpoints(hostvars, hosts, evaluator):
     return endpoints
 
 
+def _refuse_stopped(hostvars, tasks):
+    """A member the inventory lists as not running (tfprov_node_state): a cluster without it would have other task
+    indexes, and the job would be told a smaller cluster than the user asked for."""
+    stopped = []
+    for host, task in tasks.items():
+        state = _var(_host_vars(hostvars, host), "tfprov_node_state")
+        if state not in (_UNSET, None, "", "running"):
+            stopped.append("%s:%d (%s) is %s" % (task["type"], task["index"], host, state))
+    if stopped:
+        raise TfClusterError("%s: start it first (tfprov up starts stopped nodes); the cluster is never built "
+                             "without a member" % "; ".join(stopped))
+
+
 def cluster_plan(hostvars, groups, strategy="multi_worker_mirrored"):
     """The cluster plan of an inventory (see docs of the tf_cluster filter); TfClusterError when it cannot work."""
     if strategy not in STRATEGIES:
@@ -158,6 +171,7 @@ def cluster_plan(hostvars, groups, strategy="multi_worker_mirrored"):
             tasks[host] = {"type": task_type, "index": index, "address": endpoints[host]}
         if hosts and task_type != "evaluator":
             cluster[task_type] = [endpoints[host] for host in hosts]
+    _refuse_stopped(hostvars, tasks)
     warnings = ["tfprov_ps hosts %s take no part under multi_worker_mirrored" % _names(ignored)] if ignored else []
     return {
         "strategy": str(strategy),

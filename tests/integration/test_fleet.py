@@ -1,9 +1,10 @@
 """A rolling update on six local nodes from the baked image (TensorFlow 2.21.0): 2.20.0 rolled out with a canary and
 batches of 2, offline (tensorflow-cpu 2.20.0 comes from the wheelhouse, tests/support/wheelhouse.py, served to
-the nodes over the host's loopback). One node of the second batch fails its health gate (a .pth in its
+the nodes by the private cloud's gateway, their only way out). One node of the second batch fails its health gate (a .pth in its
 environment makes `import tensorflow` fail, as a broken site customisation would): the update stops there, the
 report names that node and why, the nodes not reached still have 2.21.0. Once the node is fixed,
-`--retry-failed` completes the rest."""
+`--retry-failed` completes the rest. Then the canary's link is cut (tfprov local fault): the update still ends with
+its report, naming the canary, every other host "not reached" with its version, and `--retry-failed` takes all six."""
 
 import json
 import os
@@ -22,6 +23,9 @@ BROKEN_PTH = f"{ENV}/lib/python3.11/site-packages/zz_tfprov_test_broken.pth"
 CANARY, SECOND_BATCH, NOT_REACHED = ["tfprov-itest-6"], ["tfprov-itest-5", "tfprov-itest-4"], [
     "tfprov-itest-3", "tfprov-itest-2", "tfprov-itest-1"]
 VICTIM = "tfprov-itest-4"
+# Over SSH through the jump, as cloud nodes are reached: a cut link is then what it is on a cloud (docker exec, the
+# default inventory's connection, would not see it).
+SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +50,7 @@ def tf_version(node: str) -> str:
 
 def update(runs: Path, url: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
     env = {**os.environ, "TFPROV_RUNS_DIR": str(runs), "COLUMNS": "200"}
-    proc = subprocess.run([TFPROV, "fleet", "update", "--canary", "1", "--batch", "2",
+    proc = subprocess.run([TFPROV, "fleet", "update", "-i", SSH_INVENTORY, "--canary", "1", "--batch", "2",
                            "-e", "tensorflow_gpu_version=2.20.0", "-e", f"tfprov_pip_find_links={url}",
                            "-e", "tfprov_pip_no_index=true", *extra], cwd=ROOT, env=env, capture_output=True, text=True)
     newest = max(runs.glob("*-fleet*/fleet/update.json"), key=lambda p: p.parent.parent.name)
@@ -81,3 +85,29 @@ def test_rolling_update_stops_at_a_failed_health_gate_and_retry_completes_it(fle
     assert not record["failed"] and not record["not_reached"], record
     nodes = CANARY + SECOND_BATCH + NOT_REACHED
     assert {node: tf_version(node) for node in nodes} == dict.fromkeys(nodes, "2.20.0")
+
+
+def fault(node: str, action: str) -> None:
+    proc = subprocess.run([TFPROV, "local", "fault", node, action], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_cut_canary_still_ends_with_the_report_and_retry_takes_every_host(fleet_cloud, wheelhouse_url):
+    fault(CANARY[0], "cut")
+    try:
+        proc, record = update(fleet_cloud, wheelhouse_url)
+    finally:
+        fault(CANARY[0], "restore")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out
+    assert record["failed"] == CANARY and "unreachable" in record["hosts"][CANARY[0]]["reason"], out
+    assert record["stopped"].startswith("the update stopped after batch 1"), record
+    others = SECOND_BATCH + NOT_REACHED
+    assert sorted(record["not_reached"]) == sorted(others)
+    assert {h: record["hosts"][h]["before"].get("tensorflow") for h in others} == dict.fromkeys(others, "2.20.0")
+
+    proc, record = update(fleet_cloud, wheelhouse_url, "--retry-failed")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "--retry-failed: 6 host(s) from run" in out, out
+    assert {h: row["result"] for h, row in record["hosts"].items()} == dict.fromkeys(CANARY + others, "unchanged")

@@ -20,30 +20,41 @@ pytestmark = pytest.mark.skipif(not (Path(sys.executable).parent / "ansible-play
 def toy_playbook(path: Path) -> Path:
     plays = yaml.safe_load(PLAYBOOK.read_text())
     index = next(i for i, play in enumerate(plays) if play.get("serial"))
-    update, report = plays[index], plays[index + 1]
+    answer = next(play for play in plays if play["name"].startswith("Find the nodes that answer"))
+    batches, update, report = plays[index - 1], plays[index], plays[index + 1]
     for key in ("become", "environment", "vars_files"):  # no root, no proxy on the toy hosts
         update.pop(key, None)
-    update["tasks"][0]["block"] = [
+    block = update["tasks"][0]["block"]
+    # The playbook's own first steps (a node that did not answer, reaching the node), then stand-ins for the work.
+    update["tasks"][0]["block"] = block[:2] + [
         {"name": "Stand in for the update", "ansible.builtin.fail": {"msg": "import of tensorflow halted"},
          "when": "inventory_hostname in bad"},
+        # A script over SSH with a terminal: its last words in stdout, only ssh's own line in stderr.
+        {"name": "Stand in for a script over SSH", "ansible.builtin.shell": (
+            "echo 'Traceback ...'; echo 'ModuleNotFoundError: import of tensorflow halted'; "
+            "printf 'Shared connection to 10.210.1.14 closed.\\r\\n' >&2; exit 1"),
+         "when": "inventory_hostname in ssh_bad | default([])"},
         {"name": "Stand in for the versions after", "ansible.builtin.set_fact": {"__fleet_after": {"tf": "2.20.0"}}}]
     update["tasks"][0]["rescue"] = update["tasks"][0]["rescue"][:1]
-    before = {"name": "Before", "hosts": "tfprov_nodes", "gather_facts": False, "tasks": [
-        {"name": "Stand in for the versions before", "ansible.builtin.set_fact": plays[index - 1]["tasks"][1]
-         ["ansible.builtin.set_fact"] | {"__fleet_before": {"tf": "2.21.0"}}}]}
+    before = {"name": "Before", "hosts": "tfprov_fleet_answering", "gather_facts": False, "tasks": [
+        {"name": "Stand in for the versions before",
+         "ansible.builtin.set_fact": {"__fleet_before": {"tf": "2.21.0"}}}]}
     report["tasks"].insert(1, {"name": "Show", "ansible.builtin.debug": {
         "msg": "RESULT {{ inventory_hostname }}={{ __result }}|{{ __reason }}"}, "vars": report["tasks"][0]["vars"]})
-    path.write_text(yaml.safe_dump([before, update, report], sort_keys=False))
+    path.write_text(yaml.safe_dump([answer, before, batches, update, report], sort_keys=False))
     return path
 
 
-def run(tmp_path, bad, *extra):
+def run(tmp_path, bad, *extra, down=()):
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(yaml.safe_dump({"tfprov_nodes": {"hosts": {h: {} for h in HOSTS.strip(",").split(",")}}}))
+    # A host in `down` is reached over SSH at a loopback port where nothing listens: unreachable, at once.
+    hosts = {h: ({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1} if h in down else {})
+             for h in HOSTS.strip(",").split(",")}
+    inventory.write_text(yaml.safe_dump({"tfprov_nodes": {"hosts": hosts}}))
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "-c", "local",
          "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"{{'bad': {bad!r}}}",
-         "-e", "tfprov_fleet_batch=2", *extra, str(toy_playbook(tmp_path / "toy.yml"))],
+         "-e", "tfprov_fleet_batch=2", "-e", "tfprov_fleet_connect_timeout=2", *extra, str(toy_playbook(tmp_path / "toy.yml"))],
         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "default",
                                                              "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
     results = {}
@@ -73,3 +84,25 @@ def test_a_failed_canary_within_both_budgets_goes_on(tmp_path):
 def test_the_batch_budget_stops_what_the_fleet_budget_allows(tmp_path):
     _, results = run(tmp_path, ["b", "c"], "-e", "tfprov_fleet_max_fail=2", "-e", "tfprov_fleet_batch_max_fail=50")
     assert results["d"].startswith("not reached|the update stopped after batch 2: 2 of 2 host(s) of this batch")
+
+
+def test_an_unreachable_canary_is_a_failed_canary_and_the_report_still_comes(tmp_path):
+    proc, results = run(tmp_path, [], down=["a"])
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert results["a"].startswith("failed|"), results  # the report play ran, and names the canary
+    assert "unreachable: it did not answer before the update" in results["a"]
+    for host in "bcdef":
+        assert results[host].startswith("not reached|the update stopped after batch 1: 1 host(s) failed"), results
+
+
+def test_an_unreachable_host_counts_against_the_budget_of_its_batch(tmp_path):
+    _, results = run(tmp_path, [], "-e", "tfprov_fleet_max_fail=1", "-e", "tfprov_fleet_batch_max_fail=100",
+                     down=["c"])
+    assert results["c"].startswith("failed|Check the node answered before the update: unreachable:"), results
+    assert all(results[host] == "updated|" for host in "abdef"), results
+
+
+def test_a_scripts_own_last_words_are_the_reason_not_the_ssh_line(tmp_path):
+    _, results = run(tmp_path, [], "-e", "{'ssh_bad': ['a']}")
+    assert results["a"] == ("failed|Stand in for a script over SSH: non-zero return code: "
+                            "ModuleNotFoundError: import of tensorflow halted"), results

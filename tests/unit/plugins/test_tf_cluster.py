@@ -233,3 +233,20 @@ def test_filters_read_ansible_hostvars_and_refuse_with_ansible_filter_errors(tmp
         filters["tf_cluster"](hostvars, layout, PS)
     with pytest.raises(AnsibleFilterError, match="has no TF task"):
         filters["tf_config"](plan, "node-3")
+
+
+def test_a_stopped_member_is_refused_by_its_task_not_left_out():
+    hosts = local("n-1", "n-2", "n-3", "n-4")
+    hosts["n-3"]["tfprov_node_state"] = "stopped"
+    message = refused(hosts, groups(["n-1"], ["n-2", "n-3"], ["n-4"]), PS)
+    assert message.startswith("worker:1 (n-3) is stopped: start it first (tfprov up starts stopped nodes)")
+    for name in hosts:
+        hosts[name]["tfprov_node_state"] = "running"
+    assert cluster_plan(hosts, groups(["n-1"], ["n-2", "n-3"], ["n-4"]), PS)["cluster"]["worker"][1] == \
+        "127.0.0.1:22223"
+
+
+def test_a_stopped_ps_under_mwms_takes_no_part_and_is_not_refused():
+    hosts = local("n-1", "n-2")
+    hosts["n-2"]["tfprov_node_state"] = "stopped"
+    assert cluster_plan(hosts, groups(["n-1"], [], ["n-2"]), MWMS)["ignored"] == ["n-2"]

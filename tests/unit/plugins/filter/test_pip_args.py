@@ -6,3 +6,10 @@ def test_pip_args_for_proxies_and_wheelhouses():
     assert pip_args("/ca.crt", "/wheelhouse", True) == [
         "--cert", "/ca.crt", "--find-links", "/wheelhouse", "--no-index"]
     assert pip_args(None, "/wheelhouse", "false") == ["--find-links", "/wheelhouse"]
+
+
+def test_a_plain_http_wheelhouse_is_used_as_given_not_silently_ignored_by_pip():
+    assert pip_args(None, "http://10.210.1.1:8080/", True) == [
+        "--find-links", "http://10.210.1.1:8080/", "--trusted-host", "10.210.1.1", "--no-index"]
+    assert pip_args(None, "http://127.0.0.1:8080/") == ["--find-links", "http://127.0.0.1:8080/"]  # pip trusts it
+    assert "--trusted-host" not in pip_args(None, "https://wheels.example.org/")  # TLS: verified as usual
