@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,25 @@ def test_a_second_run_changes_nothing(cloud):
     proc = tfprov("run", "serving", "-i", INVENTORY, *SETTINGS, runs_dir=runs)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
     assert latest_report(runs)["hosts"][SERVING]["changed"] == 0, proc.stdout[-4000:]
+
+
+def test_a_container_that_exits_during_the_health_gate_fails_it_at_once_with_its_log(cloud):
+    """A server that dies while its models load (here an image whose server exits at once, as one killed for
+    memory does): the gate says so with the container's own log, instead of waiting out its timeout."""
+    runs, _ = cloud
+    image = node_sh("docker images --format '{{.Repository}}:{{.Tag}}' tfprov/serving-stand-in").split()[0]
+    crash = "#!/bin/sh\\necho model server: out of memory while loading digits >&2\\nexit 137\\n"
+    node_sh("docker rm -f tfprov-crash-build >/dev/null 2>&1; docker run --name tfprov-crash-build --entrypoint "
+            f"/bin/sh {image} -c 'printf \"{crash}\" > /usr/bin/tensorflow_model_server' && "
+            "docker commit tfprov-crash-build tfprov/serving-crash:1 && docker rm tfprov-crash-build")
+    timeout = 900
+    started = time.monotonic()
+    proc = tfprov("run", "serving", "-i", INVENTORY, *SETTINGS, "-e", "tfprov_serving_image=tfprov/serving-crash:1",
+                  "-e", "tfprov_serving_image_archive=", "-e", f"tf_serving_health_timeout={timeout}", runs_dir=runs)
+    seconds = time.monotonic() - started
+    assert proc.returncode == 4, proc.stdout[-3000:]
+    [line] = [line for line in proc.stdout.splitlines() if "while its models loaded" in line and "|" not in line
+              or "server log:" in line][:1]
+    assert "tfprov-serving exited (exit code 137)" in line or "restarted" in line, line
+    assert "out of memory while loading digits" in line, line
+    assert seconds < timeout / 3, f"{seconds:.0f} s: the gate waited instead of stopping when the container exited"

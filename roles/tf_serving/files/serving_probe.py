@@ -3,26 +3,31 @@
 """Check TF Serving's models from the node and time their predicts; print one JSON line.
 
 Run by the tf_serving role with the node's /usr/bin/python3 (standard library only). Argument: base64 of
-{"url": "http://127.0.0.1:8501", "checks": 20, "models": [{"name", "expected": [1, 2], "sample_input": {...}}]}.
+{"url": "http://127.0.0.1:8501", "checks": 20, "models": [{"name", "expected": [1, 2], "sample_input": {...}}],
+ "wait": 300, "container": "tfprov-serving"}.
+First it waits, up to "wait" seconds, for every model at once until each expected version is AVAILABLE or one
+failed to load; it stops at once when the container exits or restarts (its log then says why, not a timeout).
 Output: {"models": [{model, version, state, versions, p50_ms, p99_ms, predictions}], "errors": [...]}; a version
 that failed to load is reported with the server's own error message (the status body, not the HTTP code).
 """
 
 import base64
 import json
+import subprocess
 import sys
 import time
 from urllib.error import HTTPError, URLError
 from urllib.request import Request, urlopen
 
 TIMEOUT = 30
+POLL = 1.0
 
 
-def call(url, body=None):
+def call(url, body=None, timeout=TIMEOUT):
     data = None if body is None else json.dumps(body).encode("utf-8")
     request = Request(url, data=data, headers={"Content-Type": "application/json"})
     try:
-        with urlopen(request, timeout=TIMEOUT) as response:
+        with urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read().decode("utf-8") or "{}")
     except HTTPError as exc:
         text = exc.read().decode("utf-8", "replace")
@@ -88,9 +93,56 @@ def probe(url, model, checks):
     return row, errors
 
 
+def container_state(name):
+    """(status, exit code, restart count) of the container; None where the engine cannot be asked."""
+    try:
+        proc = subprocess.run(["docker", "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}} "
+                               "{{.RestartCount}}", name], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return ("missing", None, 0)
+    status, code, restarts = proc.stdout.split()
+    return status, int(code), int(restarts)
+
+
+def settled(url, model):
+    """Every expected version AVAILABLE, or one that ended with an error (the probe then says which)."""
+    try:
+        _, status = call("{}/v1/models/{}".format(url, model["name"]), timeout=5)
+    except (URLError, OSError, ValueError):
+        return False  # not answering yet: the server is starting
+    entries = status.get("model_version_status") or []
+    available = {int(e.get("version", -1)) for e in entries if e.get("state") == "AVAILABLE"}
+    failed = any(e.get("state") == "END" and (e.get("status") or {}).get("error_code", "OK") != "OK"
+                 for e in entries)
+    return failed or {int(v) for v in model.get("expected") or []} <= available
+
+
+def wait(url, models, container, seconds, clock=time.monotonic, sleep=time.sleep, state=container_state):
+    """Wait for all models at once; an error line when the container exits or restarts meanwhile, else None."""
+    first = state(container) if container else None
+    deadline = clock() + seconds
+    pending = list(models)
+    while True:
+        now = state(container) if first else None
+        if now and (now[0] in ("exited", "dead", "missing", "restarting") or now[2] > first[2]):
+            what = {"missing": "is gone", "exited": "exited", "dead": "exited"}.get(now[0], "restarted")
+            return "the container {} {} (exit code {}) while its models loaded".format(container, what, now[1])
+        pending = [model for model in pending if not settled(url, model)]
+        if not pending or clock() > deadline:
+            return None  # the probe reports each version that is not AVAILABLE
+        sleep(POLL)
+
+
 def main(argv):
     spec = json.loads(base64.b64decode(argv[1]).decode("utf-8"))
     report = {"models": [], "errors": []}
+    stopped = wait(spec["url"].rstrip("/"), spec["models"], spec.get("container"), float(spec.get("wait", 0)))
+    if stopped:
+        report["errors"].append(stopped)
+        print(json.dumps(report, sort_keys=True))
+        return 0
     for model in spec["models"]:
         row, errors = probe(spec["url"].rstrip("/"), model, int(spec.get("checks", 20)))
         report["models"].append(row)

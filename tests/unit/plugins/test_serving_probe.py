@@ -107,3 +107,48 @@ def test_main_prints_one_json_line(url, capsys):
 @pytest.mark.parametrize("values, p50, p99", [([0.001], 1.0, 1.0), ([0.004, 0.001, 0.002, 0.003], 2.0, 4.0)])
 def test_percentiles(values, p50, p99):
     assert (probe.percentile(values, 50), probe.percentile(values, 99)) == (p50, p99)
+
+
+class FakeClock:
+    """Seconds that pass only when the probe sleeps."""
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = 0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.sleeps += 1
+
+
+def test_the_wait_ends_at_once_when_every_model_settled(url):
+    clock = FakeClock()
+    models = [{"name": "digits", "expected": [2]}, {"name": "broken", "expected": [3]}]
+    assert probe.wait(url, models, "tfprov-serving", 300, clock, clock.sleep, lambda _: ("running", 0, 0)) is None
+    assert clock.sleeps == 0  # AVAILABLE, and a version that failed to load: nothing to wait for
+
+
+def test_the_wait_polls_every_model_in_one_loop_up_to_one_timeout(url):
+    clock = FakeClock()
+    models = [{"name": "slow", "expected": [1]}, {"name": "slow", "expected": [1]}]
+    assert probe.wait(url, models, "tfprov-serving", 30, clock, clock.sleep, lambda _: ("running", 0, 0)) is None
+    assert 30 <= clock.now <= 32  # one timeout for both models, not one each
+
+
+def test_a_container_that_exits_while_loading_stops_the_wait_at_once(url):
+    clock = FakeClock()
+    states = iter([("running", 0, 0), ("running", 0, 0), ("exited", 137, 0)])
+    message = probe.wait(url, [{"name": "slow", "expected": [1]}], "tfprov-serving", 300, clock, clock.sleep,
+                         lambda _: next(states))
+    assert message == "the container tfprov-serving exited (exit code 137) while its models loaded"
+    assert clock.now < 5
+
+
+def test_a_container_in_a_restart_loop_stops_the_wait(url):
+    clock = FakeClock()
+    states = iter([("running", 0, 2), ("running", 1, 3)])  # exited and was restarted between two polls
+    message = probe.wait(url, [{"name": "slow", "expected": [1]}], "tfprov-serving", 300, clock, clock.sleep,
+                         lambda _: next(states))
+    assert message == "the container tfprov-serving restarted (exit code 1) while its models loaded"
