@@ -225,6 +225,37 @@ def test_a_stopped_or_rebooted_node_keeps_its_address(lab):
     assert ansible(PS, "-m", "ping").returncode == 0
 
 
+def test_a_node_rebooted_during_a_run_is_reported_and_a_rerun_converges(lab):
+    runs, _ = lab
+    node = WORKER_1
+    run = [TFPROV, "run", "node", "-i", SSH_INVENTORY, "--limit", node]
+    env = {**ENV, "TFPROV_RUNS_DIR": str(runs)}
+    # Unbuffered: the progress lines arrive as the run goes (a pipe would hold them to the end).
+    proc = subprocess.Popen(run, env={**env, "PYTHONUNBUFFERED": "1"}, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:  # the run's progress: reboot the node as its first play starts
+        seen.append(line)
+        if line.startswith("PLAY "):
+            tfprov("local", "fault", node, "reboot", "--no-wait", runs_dir=runs, check=True)
+            break
+    out = "".join(seen) + proc.stdout.read()
+    assert proc.wait(timeout=600) in (4, 5), out[-3000:]
+    report = json.loads(sorted(Path(runs).glob("*-node/report.json"))[-1].read_text())
+    assert report["hosts"][node]["status"] in ("unreachable", "failed"), report["hosts"][node]
+    assert "report:" in out  # the run ended with its report
+    # Back through its restart policy, at the same address; a re-run converges, then one changes nothing.
+    for _ in range(120):
+        if ansible(node, "-m", "ping").returncode == 0:
+            break
+        time.sleep(1)
+    first = subprocess.run(run, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stdout[-3000:]
+    again = subprocess.run(run, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:]
+    report = json.loads(sorted(Path(runs).glob("*-node/report.json"))[-1].read_text())
+    assert report["hosts"][node]["changed"] == 0, report["hosts"][node]
+
+
 def test_delay_says_what_this_kernel_lacks_or_shapes_the_link(lab):
     runs, _ = lab
     proc = tfprov("local", "fault", "2", "delay", "--ms", "20", runs_dir=runs)
