@@ -1,7 +1,8 @@
 """A rolling update on six local nodes from the baked image (TensorFlow 2.21.0): 2.20.0 rolled out with a canary and
-batches of 2, offline (tensorflow-cpu 2.20.0 comes from the wheelhouse, tests/support/wheelhouse.py, served to
-the nodes by the private cloud's gateway, their only way out). One node of the second batch fails its health gate (a .pth in its
-environment makes `import tensorflow` fail, as a broken site customisation would): the update stops there, the
+batches of 2, over SSH through the jump, offline (tensorflow-cpu 2.20.0 comes from the wheelhouse,
+tests/support/wheelhouse.py, served to the nodes by the private cloud's gateway, their only way out). One node of
+the second batch fails its health gate (a .pth in its environment makes `import tensorflow` fail, as a broken site
+customisation would): the update stops there, the
 report names that node and why, the nodes not reached still have 2.21.0. Once the node is fixed,
 `--retry-failed` completes the rest. Then the canary's link is cut (tfprov local fault): the update still ends with
 its report, naming the canary, every other host "not reached" with its version, and `--retry-failed` takes all six."""

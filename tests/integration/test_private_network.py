@@ -231,7 +231,8 @@ def test_a_node_rebooted_during_a_run_is_reported_and_a_rerun_converges(lab):
     run = [TFPROV, "run", "node", "-i", SSH_INVENTORY, "--limit", node]
     env = {**ENV, "TFPROV_RUNS_DIR": str(runs)}
     # Unbuffered: the progress lines arrive as the run goes (a pipe would hold them to the end).
-    proc = subprocess.Popen(run, env={**env, "PYTHONUNBUFFERED": "1"}, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(run, env={**env, "PYTHONUNBUFFERED": "1"}, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     seen = []
     for line in proc.stdout:  # the run's progress: reboot the node as its first play starts
         seen.append(line)

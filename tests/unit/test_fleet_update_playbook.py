@@ -54,7 +54,8 @@ def run(tmp_path, bad, *extra, down=()):
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "-c", "local",
          "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"{{'bad': {bad!r}}}",
-         "-e", "tfprov_fleet_batch=2", "-e", "tfprov_fleet_connect_timeout=2", *extra, str(toy_playbook(tmp_path / "toy.yml"))],
+         "-e", "tfprov_fleet_batch=2", "-e", "tfprov_fleet_connect_timeout=2", *extra,
+         str(toy_playbook(tmp_path / "toy.yml"))],
         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "default",
                                                              "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
     results = {}
