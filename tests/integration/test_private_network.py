@@ -190,6 +190,38 @@ def test_the_cluster_firewall_admits_members_only_and_drops_a_member_that_left(l
     assert connect(WORKER_2, chief, 2222) == "dropped"
 
 
+def test_ufw_where_it_is_the_active_firewall_denies_everyone_else_and_forgets_former_members(lab):
+    runs, _ = lab
+    # The chief runs ufw instead of nftables (installed through the gateway's proxy), with an incoming policy that
+    # lets everything in: the cluster's rules must close the port themselves, not rely on the policy.
+    proxy = label(CHIEF, "tfprov.http_proxy")
+    node_sh(CHIEF, "systemctl stop nftables; nft flush ruleset; systemctl stop tfprov-test-listen 2>/dev/null; "
+                   f"export http_proxy={proxy} DEBIAN_FRONTEND=noninteractive; apt-get update -qq && "
+                   "apt-get install -y -qq ufw >/dev/null && ufw default allow incoming && ufw --force enable")
+    assert "Default: allow (incoming)" in node_sh(CHIEF, "ufw status verbose")
+    job = Path(runs) / "quick_job.py"
+    job.write_text("print('ok')\n")
+    limit = ["--limit", "all:!tfprov_serving", "--job", str(job)]
+    roles = ["up", "local", "--nodes", "5", "--image", BAKED, "--roles"]
+    tfprov(*roles, "chief,worker,worker,ps,serving", runs_dir=runs, check=True)  # node 3 a member again
+    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+    _serve(CHIEF)
+    chief = label(CHIEF, "tfprov.address")
+    assert connect(WORKER_1, chief, 2222) == connect(WORKER_2, chief, 2222) == "open"
+    assert connect(SERVING, chief, 2222) == "dropped" and connect(SERVING, chief, 22) == "open"
+    # Node 3 leaves: its rule goes, the others stay, in ufw's order (members, then everyone else denied).
+    node_sh(CHIEF, "systemctl stop tfprov-test-listen")
+    tfprov(*roles, "chief,worker,serving,ps,serving", runs_dir=runs, check=True)
+    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+    _serve(CHIEF)
+    assert connect(WORKER_1, chief, 2222) == "open" and connect(WORKER_2, chief, 2222) == "dropped"
+    rules = [line for line in node_sh(CHIEF, "ufw show added").splitlines() if "tfprov TensorFlow cluster" in line]
+    assert [line.split(" comment")[0] for line in rules] == [
+        f"ufw allow from {chief} to any port 2222 proto tcp",
+        f"ufw allow from {label(WORKER_1, 'tfprov.address')} to any port 2222 proto tcp", "ufw deny 2222/tcp"], rules
+    node_sh(CHIEF, "systemctl stop tfprov-test-listen; ufw --force disable; systemctl start nftables")
+
+
 def test_a_cut_node_is_unreachable_and_comes_back_when_restored(lab):
     runs, _ = lab
     assert ansible(WORKER_1, "-m", "ping").returncode == 0
