@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from local_cloud import fault, label
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,8 +62,7 @@ def jobs(report: dict) -> dict[str, dict]:
 
 
 def address(node: str) -> str:
-    return subprocess.run(["docker", "inspect", "--format", '{{index .Config.Labels "tfprov.address"}}', node],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return label(node, "tfprov.address")
 
 
 def node_sh(node: str, script: str) -> subprocess.CompletedProcess:
@@ -140,11 +140,6 @@ def test_a_member_left_out_by_limit_is_refused_with_one_line(cluster_cloud):
     refusal = [line for line in proc.stdout.splitlines() if f"{WORKER_2} (worker:1) is not in this run"
                in line]
     assert refusal and "remove it from tfprov_worker" in refusal[0], proc.stdout[-3000:]
-
-
-def fault(node: str, action: str) -> None:
-    proc = subprocess.run([TFPROV, "local", "fault", node, action], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_a_worker_stopped_between_runs_is_refused_by_name_until_started(cluster_cloud):

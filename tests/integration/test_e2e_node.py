@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import load_matrix, resolve_stack
+from local_cloud import label
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +46,7 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
                               capture_output=True, text=True).stdout
-    gateway = subprocess.run(["docker", "inspect", "tfprov-itest-1", "--format",
-                              '{{index .Config.Labels "tfprov.http_proxy"}}'], capture_output=True, text=True,
-                             check=True).stdout.split("//")[1].split(":")[0]
+    gateway = label("tfprov-itest-1", "tfprov.http_proxy").split("//")[1].split(":")[0]
     assert f"Accepted publickey for debian from {gateway}" in sshd_log  # over SSH, through the lab's jump
     proxy_log = (ROOT / ".tfprov/local/clouds/itest/proxy.log").read_text()
     assert "CONNECT" in proxy_log and "files.pythonhosted.org" in proxy_log  # pip went through the proxy

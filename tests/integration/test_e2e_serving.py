@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from local_cloud import label
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,8 +49,7 @@ def node_sh(script: str, stdin: str | None = None) -> str:
 
 def node_label(key: str, node: str = SERVING) -> str:
     """What `tfprov up local` recorded on the node: its address, its ports."""
-    return subprocess.run(["docker", "inspect", node, "--format", f'{{{{index .Config.Labels "tfprov.{key}"}}}}'],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return label(node, f"tfprov.{key}")
 
 
 def latest_report(runs_dir: Path) -> dict:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from local_cloud import fault, label
 
 ROOT = Path(__file__).resolve().parents[2]
 TFPROV = str(Path(sys.executable).parent / "tfprov")
@@ -37,8 +38,7 @@ def wheelhouse_url(fleet_cloud):
     # A missing wheel is a broken setup, not a reason to skip the rollout.
     assert any(WHEELHOUSE.glob("tensorflow_cpu-2.20.0-cp311-*.whl")), \
         f"no tensorflow-cpu 2.20.0 in {WHEELHOUSE}: make wheelhouse"
-    return subprocess.run(["docker", "inspect", CANARY[0], "--format", '{{index .Config.Labels "tfprov.wheelhouse"}}'],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return label(CANARY[0], "tfprov.wheelhouse")
 
 
 def tf_version(node: str) -> str:
@@ -86,11 +86,6 @@ def test_rolling_update_stops_at_a_failed_health_gate_and_retry_completes_it(fle
     assert not record["failed"] and not record["not_reached"], record
     nodes = CANARY + SECOND_BATCH + NOT_REACHED
     assert {node: tf_version(node) for node in nodes} == dict.fromkeys(nodes, "2.20.0")
-
-
-def fault(node: str, action: str) -> None:
-    proc = subprocess.run([TFPROV, "local", "fault", node, action], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_a_cut_canary_still_ends_with_the_report_and_retry_takes_every_host(fleet_cloud, wheelhouse_url):

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from local_cloud import label
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,11 +56,6 @@ def tfprov(*args, runs_dir, check=False, timeout=900):
 def ansible(host: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([ANSIBLE, "-i", SSH_INVENTORY, host, *args], cwd=ROOT, capture_output=True, text=True,
                           env={**ENV, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}, timeout=180)
-
-
-def label(node: str, key: str) -> str:
-    return subprocess.run(["docker", "inspect", "--format", f'{{{{index .Config.Labels "{key}"}}}}', node],
-                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def node_sh(node: str, script: str, check: bool = True) -> str:
