@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults run-faults heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
+.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -148,16 +148,11 @@ bench-inventory: venv
 	$(BIN)/python bench/inventory_scale.py --instances 1000 --repeat 3
 
 integration: images serving-image baked-image
-	$(BIN)/pytest -q -m "integration and not cluster_faults and not run_faults"
+	$(BIN)/pytest -q -m "integration and not cluster_faults"
 
 # Faults injected into `tfprov run cluster` (a task killed mid-check, a re-run recovering): minutes, not for every CI run.
 cluster-faults: images baked-image
 	$(BIN)/pytest -q -m cluster_faults
-
-# A fault timed against a running `tfprov run` (a node rebooted as the run starts): its timing depends on the
-# machine's load, so it is run by hand, not in every CI run.
-run-faults: images baked-image
-	$(BIN)/pytest -q -m run_faults
 
 # CI's order, in three phases. Lint, the unit tests and the collection build (CPU) run while the node images, the
 # wheelhouse and the serving image are made (network and disk); then the molecule lanes; then the integration tests

@@ -253,7 +253,6 @@ def test_a_stopped_or_rebooted_node_keeps_its_address(lab):
     assert ansible(PS, "-m", "ping").returncode == 0
 
 
-@pytest.mark.run_faults  # timed against the run: `make run-faults`, not in make test
 def test_a_node_rebooted_during_a_run_is_reported_and_a_rerun_converges(lab):
     runs, _ = lab
     node = WORKER_1
@@ -262,18 +261,21 @@ def test_a_node_rebooted_during_a_run_is_reported_and_a_rerun_converges(lab):
     # Unbuffered: the progress lines arrive as the run goes (a pipe would hold them to the end).
     proc = subprocess.Popen(run, env={**env, "PYTHONUNBUFFERED": "1"}, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    seen = []
-    for line in proc.stdout:  # the run's progress: reboot the node as its first play starts
+    seen, plays = [], 0
+    for line in proc.stdout:  # the run's progress: reboot the node once the resolve play recorded its boot
         seen.append(line)
-        if line.startswith("PLAY "):
-            # Abrupt (no orderly shutdown), so that the node is down before the run's next task, whatever the load.
+        plays += line.startswith("PLAY ")
+        if plays == 2:
+            # Abrupt (no orderly shutdown), as a crash or a hypervisor's restart would be.
             node_sh(node, "systemctl reboot --force --no-block", check=False)
             break
     out = "".join(seen) + proc.stdout.read()
     assert proc.wait(timeout=600) in (4, 5), out[-3000:]
-    report = json.loads(sorted(Path(runs).glob("*-node/report.json"))[-1].read_text())
-    assert report["hosts"][node]["status"] in ("unreachable", "failed"), report["hosts"][node]
     assert "report:" in out  # the run ended with its report
+    # Caught in the task it broke (unreachable), or, when SSH reconnected across it, by the run's boot check.
+    host = json.loads(sorted(Path(runs).glob("*-node/report.json"))[-1].read_text())["hosts"][node]
+    assert host["status"] == "unreachable" or (host["status"] == "failed" and "rebooted during the run" in out), \
+        (host, out[-3000:])
     # Back through its restart policy, at the same address; a re-run converges, then one changes nothing.
     for _ in range(120):
         if ansible(node, "-m", "ping").returncode == 0:

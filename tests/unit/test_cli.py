@@ -125,7 +125,8 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check(capsys):
     assert plays[0].startswith("- tfprov_nodes: Check every node and resolve its whole stack before anything changes")
     assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
     assert "[roles: tfprov.gpu.nvidia_driver]" in plays[1]
-    assert plays[-1].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
+    assert plays[-2].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
+    assert plays[-1].startswith("- tfprov_nodes: Check that no node rebooted during the run")
 
 
 def test_plan_serving_resolves_only_the_serving_nodes_first(capsys):
@@ -134,8 +135,9 @@ def test_plan_serving_resolves_only_the_serving_nodes_first(capsys):
     plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
     assert all(play.startswith("- tfprov_serving: ") for play in plays), plays
     assert "tfprov.gpu.nvidia_docker:resolve, tfprov.gpu.tf_serving:resolve" in plays[0]
-    assert [p.split("[roles: ")[1] for p in plays[1:]] == [
+    assert [p.split("[roles: ")[1] for p in plays[1:-1]] == [
         "tfprov.gpu.nvidia_driver]", "tfprov.gpu.nvidia_docker]", "tfprov.gpu.tf_serving]"]
+    assert plays[-1] == "- tfprov_serving: Check that no node rebooted during the run"
 
 
 def test_a_plan_whose_playbook_is_not_there_yet_is_refused_in_one_line(capsys, monkeypatch, tmp_path):
