@@ -32,6 +32,10 @@ _GCP_GPU_FAMILIES = ("a2-", "a3-", "a4-", "g2-", "g4-")
 _KNOWN_KEYS = {"name", "provider", "region", "project", "zones", "image", "disk_gb", "spot", "ssh", "operator_cidr",
                "cluster_port", "roles", "tpus", "idle_stop_minutes", "labels"}
 _NO_GPU = {"model": "", "family": "", "count": 0}
+# The widest public operator_cidr by IP version: an office's network, not a provider's block.
+_WIDEST_OPERATOR_PREFIX = {4: 16, 6: 48}
+# Tag and label keys tfprov sets itself: a user's value would hide the node from tfprov (Name finds it on AWS).
+_RESERVED_LABELS = ("Name", "name")
 
 
 class SpecError(Exception):
@@ -151,6 +155,8 @@ def _nodes(spec, matrix, provider):
         count = _int(entry.get("count", 1), field + ".count", 1)
         if role == "chief" and count != 1:
             raise SpecError("roles.chief.count is %d: a cluster has exactly one chief; set it to 1" % count)
+        if role == "evaluator" and count != 1:
+            raise SpecError("roles.evaluator.count is %d: TensorFlow runs at most one evaluator; set it to 1" % count)
         machine, gpu = (_role_gpu_aws if provider == "aws" else _role_gpu_gcp)(matrix, role, entry, field)
         for index in range(count):
             nodes.append(dict(machine, name="%s-%s-%d" % (spec["name"], role, index), role=role, index=index,
@@ -188,8 +194,10 @@ def _ssh(spec):
 
 def _zones(spec, provider):
     zones = spec.get("zones")
+    example = "[us-east-1a, us-east-1b]" if provider == "aws" else "[us-central1-a, us-central1-b]"
+    if zones == []:
+        raise SpecError("zones is empty: list the zones to try in order, e.g. zones: %s" % example)
     if not isinstance(zones, list) or not zones or not all(isinstance(z, str) and z for z in zones):
-        example = "[us-east-1a, us-east-1b]" if provider == "aws" else "[us-central1-a, us-central1-b]"
         raise SpecError("zones is missing: give the zones to try in order, e.g. zones: %s" % example)
     if len(set(zones)) != len(zones):
         raise SpecError("zones lists a zone twice: list each zone once, in the order to try them")
@@ -223,6 +231,11 @@ def _operator_cidr(value):
     if value is None or network.prefixlen == 0:
         raise SpecError("operator_cidr %s would open SSH to everyone: give your own address, e.g. 203.0.113.7/32"
                         % value)
+    # A private range opens SSH to a network of one's own; a public one wider than an office's is near everyone.
+    widest = _WIDEST_OPERATOR_PREFIX[network.version]
+    if network.prefixlen < widest and not network.is_private:
+        raise SpecError("operator_cidr %s opens SSH to %s addresses: give your own address or your office's network "
+                        "(at most /%d), e.g. 203.0.113.7/32" % (network, "{:,}".format(network.num_addresses), widest))
     return str(network)
 
 
@@ -243,8 +256,9 @@ def _labels(value):
     if not isinstance(value, dict):
         raise SpecError("labels must be a mapping such as {team: ml}")
     for key in value:
-        if str(key).startswith(("tfprov:", "tfprov-")):
-            raise SpecError("labels.%s: keys starting with tfprov are tfprov's own; pick another key" % key)
+        if str(key).lower().startswith("tfprov") or str(key) in _RESERVED_LABELS:
+            raise SpecError("labels.%s is a key tfprov sets itself (Name and keys starting with tfprov): pick another "
+                            "key" % key)
     return {str(k): str(v) for k, v in value.items()}
 
 

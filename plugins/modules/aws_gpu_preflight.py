@@ -52,6 +52,10 @@ quotas:
   returned: success
   type: list
 existing: {description: The cluster's instances by Name tag (id, zone, state, type)., returned: success, type: dict}
+instances:
+  description: Every instance of the cluster (id, name, label, zone, state, type), two sharing a Name included.
+  returned: success
+  type: list
 image: {description: The AMI (id, root_device_name, tfprov_image tag)., returned: when image is set, type: dict}
 key: {description: The key pair (exists, imported_by_tfprov)., returned: when key_name is set, type: dict}
 """
@@ -191,6 +195,16 @@ def check_key(ec2, key_name, cluster):
     return {"exists": bool(pairs), "imported_by_tfprov": tags.get("tfprov:cluster") == cluster}
 
 
+def instance_list(cluster):
+    """Every instance of the cluster, by id: `down` removes them all, also two that share a Name (`existing`, keyed
+    by Name, keeps one of them). Each is labelled by its Name, and by Name and id when the Name is not unique."""
+    names = [_tags(i).get("Name", i["InstanceId"]) for i in cluster]
+    return [{"id": i["InstanceId"], "zone": i["Placement"]["AvailabilityZone"], "state": i["State"]["Name"],
+             "type": i["InstanceType"], "name": name,
+             "label": name if names.count(name) == 1 else "%s (%s)" % (name, i["InstanceId"])}
+            for i, name in zip(cluster, names)]
+
+
 def preflight(params, session):
     if session.get_credentials() is None:
         raise Refused(NO_CREDENTIALS)
@@ -205,6 +219,7 @@ def preflight(params, session):
         _tags(i).get("Name", i["InstanceId"]): {"id": i["InstanceId"], "zone": i["Placement"]["AvailabilityZone"],
                                                 "state": i["State"]["Name"], "type": i["InstanceType"]}
         for i in cluster}
+    result["instances"] = instance_list(cluster)
     if params["image"]:
         result["image"] = check_image(ec2, region, params["image"])
     if params["key_name"]:

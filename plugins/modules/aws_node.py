@@ -14,6 +14,8 @@ description:
   - Otherwise runs one instance in the first zone, and on C(InsufficientInstanceCapacity) in the next one, and says
     which zone was used. M(amazon.aws.ec2_instance) is not used for this because it retries that error with a
     backoff of minutes in the same zone, and has no Spot market option.
+  - Every instance requires IMDSv2 (session tokens, hop limit 2) and has an encrypted root volume (the account's
+    default EBS key).
   - Credentials only from boto3's standard places; AWS_ENDPOINT_URL is honoured.
 author:
   - tfprov maintainers
@@ -61,7 +63,9 @@ zone: {description: The zone the node is in., returned: success, type: str}
 full_zones: {description: Zones tried first that had no capacity., returned: success, type: list}
 """
 
+import hashlib
 import time
+import uuid
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -101,7 +105,10 @@ def default_subnet(ec2, zone):
     return subnets[0]["SubnetId"] if subnets else None
 
 
-def launch_spec(params, zone, subnet):
+def launch_spec(params, zone, subnet, token=""):
+    """RunInstances' arguments: IMDSv2 only (a process on the node cannot read the role's credentials with a bare GET,
+    nor can a container behind one more hop), an encrypted root volume, and an idempotency token so that a call
+    retried after a lost answer returns the instance it made instead of making a second one."""
     tags = dict(params["tags"], Name=params["name"])
     tags.update({"tfprov:cluster": params["cluster"], "tfprov:role": params["role"]})
     tag_list = [{"Key": k, "Value": str(v)} for k, v in sorted(tags.items())]
@@ -110,10 +117,15 @@ def launch_spec(params, zone, subnet):
         "MinCount": 1, "MaxCount": 1,
         "BlockDeviceMappings": [{"DeviceName": params["root_device_name"],
                                  "Ebs": {"VolumeSize": params["disk_gb"], "DeleteOnTermination": True,
-                                         "VolumeType": "gp3"}}],
+                                         "VolumeType": "gp3", "Encrypted": True}}],
+        # Hop limit 2: TF Serving in a bridged container still reaches the metadata service, with a token.
+        "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 2},
         "TagSpecifications": [{"ResourceType": "instance", "Tags": tag_list},
                               {"ResourceType": "volume", "Tags": tag_list}],
     }
+    if token:
+        # At most 64 characters: a digest, so that a long name never cuts the zone off.
+        spec["ClientToken"] = hashlib.sha256(("%s/%s/%s" % (token, params["name"], zone)).encode()).hexdigest()
     if subnet:
         spec["NetworkInterfaces"] = [{"DeviceIndex": 0, "SubnetId": subnet, "AssociatePublicIpAddress": True,
                                       "Groups": [params["security_group_id"]]}]
@@ -142,11 +154,12 @@ def run_once(runner, spec):
 def place(module, ec2, runner):
     params = module.params
     full = []
+    token = uuid.uuid4().hex[:16]  # one per placement; a zone's retries reuse it, the next zone gets its own
     for zone in params["zones"]:
         if module.check_mode:
             return None, zone, full
         try:
-            inst = run_once(runner, launch_spec(params, zone, default_subnet(ec2, zone)))
+            inst = run_once(runner, launch_spec(params, zone, default_subnet(ec2, zone), token))
         except ClientError as exc:
             if _code(exc) in NO_CAPACITY:
                 full.append(zone)

@@ -6,7 +6,10 @@ playbooks check it again, then resolve credentials, offerings and quotas for eve
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -34,6 +37,34 @@ def clear_inventory_cache(root: Path, provider: str) -> None:
             path.unlink(missing_ok=True)
 
 
+# One lock file per cluster: two `up`s (or an `up` and a `down`) of one spec on this machine would otherwise both
+# find a node missing and both create it. EC2's idempotency token covers a call retried within one run.
+LOCKS = ".tfprov/locks"
+
+
+@contextlib.contextmanager
+def cluster_lock(root: Path, provider: str, cluster: str):
+    path = root / LOCKS / f"{provider}-{cluster}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise TfprovError(f"{provider} cluster {cluster} is being changed by {holder} on this machine: wait "
+                              "for it to end, then run this again") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"tfprov (pid {os.getpid()})")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+
+
 class CloudRunFailed(TfprovError):
     """A refusal or failure inside the playbooks, with the run's own exit code."""
 
@@ -55,7 +86,8 @@ def check_spec(path: str, provider: str, root: Path) -> dict:
     try:
         return cloud_spec.normalize(cloud_spec.load(str(spec_path)), compat.load_matrix(), provider)
     except cloud_spec.SpecError as exc:
-        raise TfprovError(f"cluster spec {path}: {exc}") from None
+        message = str(exc)  # the loader's own refusals already name the file
+        raise TfprovError(message if message.startswith("cluster spec ") else f"cluster spec {path}: {message}") from None
 
 
 def node_records(report: dict) -> dict[str, dict]:
@@ -123,17 +155,20 @@ def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict 
     plan = plan_mod.resolve(PLANS[verb], root)
     variables = dict(extravars or {}, tfprov_cloud_spec_file=str(Path(spec_path).expanduser().resolve()),
                      tfprov_cloud_provider=provider)
-    report, run_dir = (runner or run_plan)(plan, root, RunOptions(inventory=CONTROLLER_INVENTORY, extravars=variables),
-                             Progress())
+    with cluster_lock(root, provider, spec["name"]):
+        report, run_dir = (runner or run_plan)(plan, root, RunOptions(inventory=CONTROLLER_INVENTORY,
+                                                                      extravars=variables), Progress())
     records = node_records(report)
     clear_inventory_cache(root, provider)
     if report["rc"] != EXIT_OK:
         message = first_failure(report) or next(
             (line for step in report.get("steps", []) for line in step.get("errors", [])), report["status"])
-        # nodes_up's first play only resolves: a failure there is a refusal before anything was created.
-        refused = verb == "up" and len(report.get("plays", [])) <= 1
+        # The first play of nodes_up / nodes_down only resolves or finds: a failure there is a refusal before
+        # anything was created or removed.
+        refused = len(report.get("plays", [])) <= 1
         code = EXIT_BAD_INPUT if refused and report["status"] == "failed" else report["rc"]
-        where = "nothing was created" if refused else f"report: {run_dir / 'report.json'}"
+        where = ("nothing was created" if verb == "up" else "nothing was removed") if refused else \
+            f"report: {run_dir / 'report.json'}"
         raise CloudRunFailed(f"tfprov {verb} {provider} refused: {message} ({where})" if refused else
                              f"tfprov {verb} {provider} stopped: {message} ({where})", code)
     table = node_table(verb, provider, spec["name"], records)

@@ -81,6 +81,8 @@ def test_missing_credentials_are_refused_naming_what_to_set(capsys, ec2, write_s
     assert "AWS_PROFILE" in line and "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in line
     assert "nothing was created" in line
     assert instances(ec2, "nocreds") == []
+    rc, _, err = tfprov(capsys, "down", "aws", "--spec", write_spec("nocreds"))
+    assert rc == 2 and "AWS_PROFILE" in error_line(err) and "nothing was removed" in error_line(err)
 
 
 def test_an_instance_type_the_zones_do_not_offer_is_refused(capsys, ec2, write_spec):
@@ -146,6 +148,9 @@ def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down
                     ("moto-worker-1", "worker")]
     assert {i["Placement"]["AvailabilityZone"] for i in made} == {"us-east-1b"}
     assert {i["BlockDeviceMappings"][0]["DeviceName"] for i in made}  # a root volume was asked for
+    assert {i["MetadataOptions"]["HttpTokens"] for i in made} == {"required"}  # IMDSv2 only
+    volumes = ec2.describe_volumes(VolumeIds=[i["BlockDeviceMappings"][0]["Ebs"]["VolumeId"] for i in made])
+    assert {v["Encrypted"] for v in volumes["Volumes"]} == {True}
     assert len(aws_env.refused) == 4 and {zone for _, zone in aws_env.refused} == {"us-east-1a"}
     assert "moto-chief-0: no capacity in us-east-1a: used zone us-east-1b" in out
     assert "zone(s) used: us-east-1b" in out
@@ -176,10 +181,15 @@ def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down
     assert sorted(i["InstanceId"] for i in instances(ec2, "moto")) == sorted(i["InstanceId"] for i in made)
     assert " yes " not in out  # the created column: no node created by the second up
 
+    # A second instance with a node's Name and tags (made by hand, or by a launch retried elsewhere): down removes it.
+    copy = made[0]
+    ec2.run_instances(ImageId=copy["ImageId"], InstanceType=copy["InstanceType"], MinCount=1, MaxCount=1,
+                      Placement={"AvailabilityZone": "us-east-1b"},
+                      TagSpecifications=[{"ResourceType": "instance", "Tags": copy["Tags"]}])
     rc, out, err = tfprov(capsys, "down", "aws", "--spec", spec)
     assert rc == 0, err
     assert instances(ec2, "moto", states=("pending", "running", "stopping", "stopped")) == []
+    assert "5 node(s) removed" in out and f"{dict((t['Key'], t['Value']) for t in copy['Tags'])['Name']} (i-" in out
     assert ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["tfprov-moto"]}])[
         "SecurityGroups"] == []
     assert [k for k in ec2.describe_key_pairs()["KeyPairs"] if k["KeyName"] == "tfprov-moto"] == []
-    assert "4 node(s) removed" in out

@@ -121,3 +121,27 @@ def test_the_cloud_plans_exist():
 
     plans = plan_mod.load_plans()
     assert plans["nodes_up"]["steps"] == ["nodes_up.yml"] and plans["nodes_down"]["steps"] == ["nodes_down.yml"]
+
+
+def test_a_second_up_of_the_same_cluster_is_refused_while_the_first_runs(capsys, tmp_path, spec_file, monkeypatch):
+    seen = {}
+
+    def nested(plan, root, options, progress):  # while the first `up` runs, a second one starts
+        seen["rc"], seen["out"], seen["err"] = run(capsys, ["up", "aws", "--spec", str(spec_file)])
+        return FakeRunner(tmp_path, records=RECORDS)(plan, root, options, progress)
+
+    monkeypatch.setattr(clouds, "run_plan", nested)
+    rc, out, err = run(capsys, ["up", "aws", "--spec", str(spec_file)])
+    assert rc == 0, err
+    assert seen["rc"] == 2 and seen["err"].count("\n") == 1
+    assert "aws cluster demo is being changed by tfprov (pid " in seen["err"] and "wait for it to end" in seen["err"]
+    monkeypatch.setattr(clouds, "run_plan", FakeRunner(tmp_path, records=RECORDS))
+    assert run(capsys, ["up", "aws", "--spec", str(spec_file)])[0] == 0  # released when the first ended
+
+
+def test_a_spec_that_is_not_yaml_names_its_file_once(capsys, tmp_path):
+    bad = tmp_path / "broken.yml"
+    bad.write_text("name: [demo\n")
+    rc, _, err = run(capsys, ["up", "aws", "--spec", str(bad)])
+    assert rc == 2 and err.count(str(bad)) == 1 and "is not valid YAML at line" in err, err
+

@@ -62,7 +62,16 @@ def test_gcp_spec_derives_the_region_and_reads_accelerators_and_gpu_machine_type
     (AWS, {"name": "Demo_1"}, "name is 'Demo_1'"),
     (AWS, {"provider": "azure"}, "provider is 'azure'"),
     (AWS, {"zones": ["us-west-2a"]}, "us-west-2a is not a zone of region us-east-1"),
-    (AWS, {"zones": []}, "zones is missing"),
+    (AWS, {"zones": []}, "zones is empty"),
+    (AWS, {"zones": None}, "zones is missing"),
+    (AWS, {"operator_cidr": "0.0.0.0/1"}, "opens SSH to 2,147,483,648 addresses"),
+    (AWS, {"operator_cidr": "::/1"}, "operator_cidr ::/1 opens SSH to"),
+    (AWS, {"operator_cidr": "198.51.0.0/15"}, "at most /16"),
+    (AWS, {"operator_cidr": "2600::/32"}, "at most /48"),
+    (AWS, {"labels": {"Name": "mine"}}, "labels.Name is a key tfprov sets itself"),
+    (GCP, {"labels": {"tfprov_cluster": "other"}}, "labels.tfprov_cluster is a key tfprov sets itself"),
+    (AWS, {"roles": {"chief": {"count": 1, "type": "g4dn.xlarge"}, "evaluator": {"count": 2, "type": "m5.xlarge"}}},
+     "roles.evaluator.count is 2: TensorFlow runs at most one evaluator"),
     (AWS, {"image": "debian-12"}, "image is 'debian-12'"),
     (AWS, {"operator_cidr": "0.0.0.0/0"}, "would open SSH to everyone"),
     (AWS, {"operator_cidr": "my-laptop"}, "operator_cidr is 'my-laptop'"),
@@ -150,3 +159,10 @@ def test_instance_gpu_falls_back_to_the_machine_type_and_is_fast_for_a_thousand_
     found = instance_gpu("g4dn.xlarge", "aws")
     found["groups"].append("mutated")
     assert instance_gpu("g4dn.xlarge", "aws")["groups"] == ["gpu_t4"]  # callers cannot spoil the memo
+
+
+@pytest.mark.parametrize("cidr", ["203.0.113.7/32", "198.51.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "2001:db8:1::/48",
+                                  "fd00::/8"])
+def test_an_office_network_or_a_private_range_is_a_fine_operator_cidr(cidr):
+    assert normalize(spec(AWS, operator_cidr=cidr), MATRIX, "aws")["operator_cidr"] == cidr
+
