@@ -206,7 +206,7 @@ plugin: tfprov.gpu.aws_ec2
 regions: [us-east-1]
 filters:
   tag-key: "tfprov:cluster"
-  instance-state-name: running
+  instance-state-name: [pending, running, stopping, stopped]
 hostnames:
   - name: instance-id
     prefix: "tag:Name"
@@ -221,6 +221,11 @@ from ansible_collections.amazon.aws.plugins.module_utils.tagging import boto3_ta
 from ansible_collections.tfprov.gpu.plugins.filter.cloud import instance_gpu
 
 DEFAULT_TF_PORT = 2222
+
+
+def node_state(ec2_state):
+    """EC2's instance state as tfprov's node state (the local and GCP inventories use the same words)."""
+    return "stopped" if ec2_state in ("stopping", "stopped") else ec2_state or "unknown"
 
 
 def tfprov_vars(host_vars):
@@ -241,6 +246,8 @@ def tfprov_vars(host_vars):
         # Public address, else the private one (tests run against moto, whose addresses are fake: never used).
         "ansible_host": host_vars.get("public_ip_address") or host_vars.get("private_ip_address") or "",
         "tfprov_cluster": cluster,
+        # running, pending, or stopped (stopping too): resolve.yml refuses a node that is not running, naming it.
+        "tfprov_node_state": node_state((host_vars.get("state") or {}).get("name", "")),
         "tfprov_node_role": tags.get("tfprov:role", ""),
         "tfprov_tf_address": host_vars.get("private_ip_address") or "",
         "tfprov_tf_port": port,

@@ -10,7 +10,8 @@ module: aws_node
 short_description: Make sure one tfprov cluster node runs on EC2, trying the given zones in order
 version_added: 1.3.0
 description:
-  - Finds the node by its tags (C(Name) and C(tfprov:cluster)); when it exists nothing is created.
+  - Finds the node by its tags (C(Name) and C(tfprov:cluster)); when it exists nothing is created, and when it is
+    stopped (idle-stopped or by hand) it is started and RV(started) is true.
   - Otherwise runs one instance in the first zone, and on C(InsufficientInstanceCapacity) in the next one, and says
     which zone was used. M(amazon.aws.ec2_instance) is not used for this because it retries that error with a
     backoff of minutes in the same zone, and has no Spot market option.
@@ -61,6 +62,7 @@ instance:
   type: dict
 zone: {description: The zone the node is in., returned: success, type: str}
 full_zones: {description: Zones tried first that had no capacity., returned: success, type: list}
+started: {description: The node was stopped and has been started., returned: success, type: bool}
 """
 
 import hashlib
@@ -139,6 +141,14 @@ def launch_spec(params, zone, subnet, token=""):
     return spec
 
 
+def start(ec2, instance_id):
+    """Start a stopped (or stopping) instance and wait until it runs: its addresses are new once it does."""
+    ec2.get_waiter("instance_stopped").wait(InstanceIds=[instance_id], WaiterConfig={"Delay": 5, "MaxAttempts": 60})
+    ec2.start_instances(InstanceIds=[instance_id])
+    ec2.get_waiter("instance_running").wait(InstanceIds=[instance_id], WaiterConfig={"Delay": 5, "MaxAttempts": 60})
+    return summary(ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0])
+
+
 def run_once(runner, spec):
     """RunInstances without botocore's retries (a zone without capacity is left at once for the next one);
     only throttling is tried again."""
@@ -195,12 +205,19 @@ def main():
     runner = session.client("ec2", region_name=module.params["region"], config=no_retries)
     try:
         existing = find(ec2, module.params)
+        if existing and existing["State"]["Name"] in ("stopping", "stopped"):
+            # Idle-stopped or stopped by hand: a cluster built without it would silently be smaller.
+            found = summary(existing)
+            if module.check_mode:
+                module.exit_json(changed=True, started=True, instance=found, zone=found["zone"], full_zones=[])
+            module.exit_json(changed=True, started=True, instance=start(ec2, existing["InstanceId"]),
+                             zone=found["zone"], full_zones=[])
         if existing:
             found = summary(existing)
-            module.exit_json(changed=False, instance=found, zone=found["zone"], full_zones=[])
+            module.exit_json(changed=False, started=False, instance=found, zone=found["zone"], full_zones=[])
         inst, zone, full = place(module, ec2, runner)
         if inst is None:  # check mode
-            module.exit_json(changed=True, instance={}, zone=zone, full_zones=full)
+            module.exit_json(changed=True, started=False, instance={}, zone=zone, full_zones=full)
         if module.params["wait"]:
             ec2.get_waiter("instance_running").wait(InstanceIds=[inst["InstanceId"]],
                                                     WaiterConfig={"Delay": 5, "MaxAttempts": 60})
@@ -210,7 +227,7 @@ def main():
                                                           exc.response.get("Error", {}).get("Message", "")))
     except (BotoCoreError, WaiterError) as exc:
         module.fail_json(msg="EC2 call for %s failed: %s" % (module.params["name"], exc))
-    module.exit_json(changed=True, instance=summary(inst), zone=zone, full_zones=full)
+    module.exit_json(changed=True, started=False, instance=summary(inst), zone=zone, full_zones=full)
 
 
 if __name__ == "__main__":

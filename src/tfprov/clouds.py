@@ -87,7 +87,8 @@ def check_spec(path: str, provider: str, root: Path) -> dict:
         return cloud_spec.normalize(cloud_spec.load(str(spec_path)), compat.load_matrix(), provider)
     except cloud_spec.SpecError as exc:
         message = str(exc)  # the loader's own refusals already name the file
-        raise TfprovError(message if message.startswith("cluster spec ") else f"cluster spec {path}: {message}") from None
+        named = message if message.startswith("cluster spec ") else f"cluster spec {path}: {message}"
+        raise TfprovError(named) from None
 
 
 def node_records(report: dict) -> dict[str, dict]:
@@ -127,8 +128,10 @@ def node_table(verb: str, provider: str, cluster: str, records: dict[str, dict])
 
 
 def zone_lines(records: dict[str, dict]) -> list[str]:
-    """One line per node that did not land in its first zone, and the zones used."""
-    lines = []
+    """One line per node that was stopped and has been started, per node that did not land in its first zone,
+    and the zones used."""
+    lines = [f"{name}: it was stopped: started" for name, rec in sorted(records.items())
+             if rec.get("started") in (True, "True", "true")]
     for name, rec in sorted(records.items()):
         full = rec.get("full_zones") or []
         if full:

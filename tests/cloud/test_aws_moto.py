@@ -176,10 +176,19 @@ def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down
     assert tf["IpRanges"] == [] and tf["UserIdGroupPairs"][0]["GroupId"] == groups["SecurityGroups"][0]["GroupId"]
 
     aws_env.full_zones.clear()
+    # A worker idle-stopped (or stopped by hand): listed as stopped, then started by the next up, not recreated.
+    worker = next(i["InstanceId"] for i in made if {"Key": "Name", "Value": "moto-worker-1"} in i["Tags"])
+    ec2.stop_instances(InstanceIds=[worker])
+    inventory_graph()  # --flush-cache: the listing below is EC2's, not the cache's
+    stopped = [h for h, hv in inventory_list()["_meta"]["hostvars"].items() if hv["tfprov_node_state"] == "stopped"]
+    assert stopped == [f"moto-worker-1_{worker}"]
     rc, out, err = tfprov(capsys, "up", "aws", "--spec", spec)
     assert rc == 0, err
     assert sorted(i["InstanceId"] for i in instances(ec2, "moto")) == sorted(i["InstanceId"] for i in made)
     assert " yes " not in out  # the created column: no node created by the second up
+    assert "moto-worker-1: it was stopped: started" in out
+    assert ec2.describe_instances(InstanceIds=[worker])["Reservations"][0]["Instances"][0]["State"]["Name"] == \
+        "running"
 
     # A second instance with a node's Name and tags (made by hand, or by a launch retried elsewhere): down removes it.
     copy = made[0]

@@ -13,8 +13,8 @@ pytestmark = pytest.mark.cloud
 ALPHA, BETA = "proj-alpha-1", "proj-beta-2"
 
 
-def _vm(project, zone, name, role, machine, accels=(), ip="10.128.0.2"):
-    return shapes.instance(project, zone, name, machine, accels, ip=ip,
+def _vm(project, zone, name, role, machine, accels=(), ip="10.128.0.2", status="RUNNING"):
+    return shapes.instance(project, zone, name, machine, accels, ip=ip, status=status,
                            labels={"tfprov-cluster": "demo", "tfprov-role": role},
                            hostname=f"{name}.{zone}.{project}")
 
@@ -95,3 +95,15 @@ def test_second_listing_comes_from_the_cache(recorded, tmp_path):
     second = recorded.json_out(recorded.run(listing, "ansible-inventory", "-i", path, "--list"))
     assert asked == 1 and len(recorded.calls()) == asked  # no API call the second time
     assert first["_meta"]["hostvars"] == second["_meta"]["hostvars"]
+
+
+def test_a_stopped_vm_is_listed_with_its_state_so_a_run_refuses_it_by_name(recorded, tmp_path):
+    stopped = _vm(ALPHA, "us-central1-a", "demo-worker-1", "worker", "n1-standard-8", [("nvidia-tesla-t4", 1)],
+                  "10.128.0.5", status="TERMINATED")  # GCP's word for a stopped VM
+    out = recorded.json_out(recorded.run([_listing(ALPHA, ALPHA_VMS + [stopped])], "ansible-inventory", "-i",
+                                         _inventory(tmp_path, [ALPHA]), "--list"))
+    states = {host: hv["tfprov_node_state"] for host, hv in out["_meta"]["hostvars"].items()}
+    assert states.pop(f"demo-worker-1.us-central1-a.{ALPHA}") == "stopped"
+    assert set(states.values()) == {"running"}
+    assert f"demo-worker-1.us-central1-a.{ALPHA}" in out["tfprov_worker"]["hosts"]  # listed, not silently dropped
+

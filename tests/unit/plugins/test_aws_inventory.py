@@ -5,7 +5,7 @@ from ansible_collections.tfprov.gpu.plugins.inventory.aws_ec2 import InventoryMo
 
 def host(**changes):
     base = {"instance_type": "p4d.24xlarge", "private_ip_address": "10.0.0.5", "public_ip_address": "54.0.0.5",
-            "placement": {"availability_zone": "us-east-1b"},
+            "placement": {"availability_zone": "us-east-1b"}, "state": {"code": 16, "name": "running"},
             "tags": {"tfprov:cluster": "demo", "tfprov:role": "worker", "Name": "demo-worker-0",
                      "tfprov:tf-port": "2300", "tfprov:image": "tfprov-node-2026"}}
     base.update(changes)
@@ -17,6 +17,7 @@ def test_a_tfprov_instance_gets_the_group_contract_and_gpu_vars():
     assert groups == ["tfprov_nodes", "tfprov_worker", "gpu_a100", "gpu_a100_40gb"]
     assert variables == {
         "ansible_host": "54.0.0.5", "tfprov_cluster": "demo", "tfprov_node_role": "worker",
+        "tfprov_node_state": "running",
         "tfprov_tf_address": "10.0.0.5", "tfprov_tf_port": 2300, "tfprov_zone": "us-east-1b",
         "tfprov_instance_type": "p4d.24xlarge", "tfprov_booted_from_image": "tfprov-node-2026",
         "tfprov_gpu_model": "a100_40gb", "tfprov_gpu_family": "a100", "tfprov_gpu_count": 8}
@@ -30,6 +31,11 @@ def test_a_cpu_instance_without_public_address_and_an_untagged_one():
         ("10.0.0.5", "", 0)
     assert variables["tfprov_tf_port"] == 2222 and variables["tfprov_booted_from_image"] == ""
     assert tfprov_vars(host(tags={"Name": "someone-elses"})) is None
+
+
+def test_a_stopped_or_stopping_instance_is_listed_as_stopped():
+    for ec2_state, state in (("stopped", "stopped"), ("stopping", "stopped"), ("pending", "pending")):
+        assert tfprov_vars(host(state={"code": 80, "name": ec2_state}))[0]["tfprov_node_state"] == state
 
 
 def test_the_plugin_is_amazon_aws_ec2_under_tfprov_name():

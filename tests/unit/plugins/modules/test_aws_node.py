@@ -19,5 +19,6 @@ def test_the_idempotency_token_is_one_per_node_and_zone_and_fits_ec2s_limit():
     assert a == aws_node.launch_spec(PARAMS, "us-east-1a", "subnet-1", "t0k3n")["ClientToken"]  # a retry: same
     assert a != aws_node.launch_spec(PARAMS, "us-east-1b", "subnet-2", "t0k3n")["ClientToken"]  # next zone: new
     long_name = dict(PARAMS, name="n" * 80)
-    tokens = {aws_node.launch_spec(long_name, zone, None, "t0k3n")["ClientToken"] for zone in ("us-east-1a", "us-east-1b")}
+    tokens = {aws_node.launch_spec(long_name, zone, None, "t0k3n")["ClientToken"]
+              for zone in ("us-east-1a", "us-east-1b")}
     assert len(tokens) == 2 and all(len(token) <= 64 for token in tokens)
