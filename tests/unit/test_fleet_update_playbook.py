@@ -103,6 +103,24 @@ def test_an_unreachable_host_counts_against_the_budget_of_its_batch(tmp_path):
     assert all(results[host] == "updated|" for host in "abdef"), results
 
 
+def test_a_whole_batch_unreachable_stops_the_update_and_the_report_names_every_host(tmp_path):
+    proc, results = run(tmp_path, [], down=["b", "c"])  # batches: [a] (the canary), [b, c], [d, e], [f]
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert results["a"] == "updated|", results
+    for host in "bc":
+        assert results[host].startswith("failed|Check the node answered before the update: unreachable:"), results
+    for host in "def":
+        assert results[host].startswith("not reached|the update stopped after batch 2: 2 host(s) failed"), results
+
+
+def test_a_whole_batch_unreachable_within_both_budgets_goes_on(tmp_path):
+    # ansible#82267 again: every host of the batch unreachable must not end the play when the budgets allow it.
+    _, results = run(tmp_path, [], "-e", "tfprov_fleet_max_fail=2", "-e", "tfprov_fleet_batch_max_fail=100",
+                     down=["b", "c"])
+    assert results["b"].startswith("failed|") and results["c"].startswith("failed|"), results
+    assert all(results[host] == "updated|" for host in "adef"), results
+
+
 def test_a_scripts_own_last_words_are_the_reason_not_the_ssh_line(tmp_path):
     _, results = run(tmp_path, [], "-e", "{'ssh_bad': ['a']}")
     assert results["a"] == ("failed|Stand in for a script over SSH: non-zero return code: "
