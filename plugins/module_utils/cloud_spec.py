@@ -30,7 +30,9 @@ _GCP_PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 # GCP machine families whose machine type carries its GPUs (no accelerator key): a type here must be in the matrix.
 _GCP_GPU_FAMILIES = ("a2-", "a3-", "a4-", "g2-", "g4-")
 _KNOWN_KEYS = {"name", "provider", "region", "project", "zones", "image", "disk_gb", "spot", "ssh", "operator_cidr",
-               "cluster_port", "roles", "tpus", "idle_stop_minutes", "labels"}
+               "cluster_port", "serving_ports", "roles", "tpus", "idle_stop_minutes", "labels"}
+# TF Serving's gRPC and REST ports (tf_serving's defaults), opened on serving nodes to the operator and the cluster.
+DEFAULT_SERVING_PORTS = [8500, 8501]
 _NO_GPU = {"model": "", "family": "", "count": 0}
 # The widest public operator_cidr by IP version: an office's network, not a provider's block.
 _WIDEST_OPERATOR_PREFIX = {4: 16, 6: 48}
@@ -239,6 +241,20 @@ def _operator_cidr(value):
     return str(network)
 
 
+def _serving_ports(value, cluster_port):
+    if not isinstance(value, list) or not value:
+        raise SpecError("serving_ports is %r: give TF Serving's ports as a list, e.g. serving_ports: [8500, 8501]"
+                        % (value,))
+    ports = [_int(port, "serving_ports", 1) for port in value]
+    for port in ports:
+        if port > 65535 or port in (22, cluster_port):
+            raise SpecError("serving_ports: %d is not free for TF Serving (SSH is 22, cluster_port %d): give other "
+                            "ports, e.g. [8500, 8501]" % (port, cluster_port))
+    if len(set(ports)) != len(ports):
+        raise SpecError("serving_ports lists a port twice: list each port once")
+    return ports
+
+
 def _image(spec, provider):
     image = spec.get("image")
     if provider == "aws":
@@ -301,6 +317,7 @@ def normalize(spec, matrix, provider=None):
     }
     if out["cluster_port"] > 65535 or out["cluster_port"] == 22:
         raise SpecError("cluster_port is %d: give a free TCP port other than 22, e.g. 2222" % out["cluster_port"])
+    out["serving_ports"] = _serving_ports(spec.get("serving_ports", DEFAULT_SERVING_PORTS), out["cluster_port"])
     if not isinstance(out["tpus"], list):
         raise SpecError("tpus must be a list of {name, type, runtime_version, bucket}")
     out["nodes"] = _nodes(spec, matrix, kind)

@@ -31,7 +31,11 @@ options:
   root_device_name: {description: The AMI's root device., type: str, default: /dev/xvda}
   disk_gb: {description: Root volume size in GB., type: int, required: true}
   key_name: {description: Key pair name., type: str, required: true}
-  security_group_id: {description: Security group of the cluster., type: str, required: true}
+  security_group_ids:
+    description: The node's security groups (the cluster's, and the serving ports' on a serving node).
+    type: list
+    elements: str
+    required: true
   spot: {description: Run as a Spot instance., type: bool, default: false}
   tags: {description: More tags., type: dict, default: {}}
   wait: {description: Wait until the instance runs., type: bool, default: true}
@@ -52,7 +56,7 @@ EXAMPLES = r"""
     image: ami-0123456789abcdef0
     disk_gb: 100
     key_name: tfprov-demo
-    security_group_id: sg-0123
+    security_group_ids: [sg-0123]
 """
 
 RETURN = r"""
@@ -130,10 +134,10 @@ def launch_spec(params, zone, subnet, token=""):
         spec["ClientToken"] = hashlib.sha256(("%s/%s/%s" % (token, params["name"], zone)).encode()).hexdigest()
     if subnet:
         spec["NetworkInterfaces"] = [{"DeviceIndex": 0, "SubnetId": subnet, "AssociatePublicIpAddress": True,
-                                      "Groups": [params["security_group_id"]]}]
+                                      "Groups": list(params["security_group_ids"])}]
     else:
         spec["Placement"] = {"AvailabilityZone": zone}
-        spec["SecurityGroupIds"] = [params["security_group_id"]]
+        spec["SecurityGroupIds"] = list(params["security_group_ids"])
     if params["spot"]:
         spec["InstanceMarketOptions"] = {"MarketType": "spot",
                                          "SpotOptions": {"SpotInstanceType": "one-time",
@@ -190,7 +194,8 @@ def main():
             role=dict(type="str", required=True), instance_type=dict(type="str", required=True),
             image=dict(type="str", required=True), root_device_name=dict(type="str", default="/dev/xvda"),
             disk_gb=dict(type="int", required=True), key_name=dict(type="str", required=True),
-            security_group_id=dict(type="str", required=True), spot=dict(type="bool", default=False),
+            security_group_ids=dict(type="list", elements="str", required=True),
+            spot=dict(type="bool", default=False),
             tags=dict(type="dict", default={}), wait=dict(type="bool", default=True),
         ),
         supports_check_mode=True,

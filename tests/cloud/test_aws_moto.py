@@ -202,3 +202,28 @@ def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down
     assert ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": ["tfprov-moto"]}])[
         "SecurityGroups"] == []
     assert [k for k in ec2.describe_key_pairs()["KeyPairs"] if k["KeyName"] == "tfprov-moto"] == []
+
+
+def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_the_members(
+        capsys, ec2, write_spec):
+    spec = write_spec("serve", roles={"chief": {"count": 1, "type": "g4dn.xlarge"},
+                                      "serving": {"count": 1, "type": "m5.xlarge"}})
+    rc, _, err = tfprov(capsys, "up", "aws", "--spec", spec)
+    assert rc == 0, err
+    groups = {g["GroupName"]: g for g in ec2.describe_security_groups(
+        Filters=[{"Name": "group-name", "Values": ["tfprov-serve", "tfprov-serve-serving"]}])["SecurityGroups"]}
+    cluster, serving = groups["tfprov-serve"]["GroupId"], groups["tfprov-serve-serving"]
+    opened = {(r["FromPort"], r["ToPort"]): r for r in serving["IpPermissions"]}
+    assert set(opened) == {(8500, 8500), (8501, 8501)}
+    for rule in opened.values():
+        assert [r["CidrIp"] for r in rule["IpRanges"]] == ["203.0.113.7/32"]
+        assert [pair["GroupId"] for pair in rule["UserIdGroupPairs"]] == [cluster]
+    by_role = {next(t["Value"] for t in i["Tags"] if t["Key"] == "tfprov:role"):
+               sorted(g["GroupId"] for g in i["NetworkInterfaces"][0]["Groups"]) for i in instances(ec2, "serve")}
+    assert by_role == {"chief": [cluster], "serving": sorted([cluster, serving["GroupId"]])}
+    assert all(8500 not in (r["FromPort"], r["ToPort"]) for r in groups["tfprov-serve"]["IpPermissions"])
+
+    rc, _, err = tfprov(capsys, "down", "aws", "--spec", spec)
+    assert rc == 0, err
+    assert ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [
+        "tfprov-serve", "tfprov-serve-serving"]}])["SecurityGroups"] == []

@@ -4,7 +4,7 @@ from ansible_collections.tfprov.gpu.plugins.modules import aws_node
 
 PARAMS = {"tags": {"team": "ml"}, "name": "demo-worker-0", "cluster": "demo", "role": "worker", "image": "ami-0123abcd",
           "instance_type": "g4dn.xlarge", "key_name": "tfprov-demo", "root_device_name": "/dev/xvda", "disk_gb": 100,
-          "security_group_id": "sg-1", "spot": False}
+          "security_group_ids": ["sg-1"], "spot": False}
 
 
 def test_every_instance_requires_imdsv2_and_encrypts_its_root_volume():
