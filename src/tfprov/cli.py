@@ -33,26 +33,16 @@ from .local import faults as local_faults
 from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
+from .options import DEFAULT_INVENTORY, positive, print_playbook_stopped
 from .progress import Progress
 from .project import project_root
 from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
 from .runner import RunOptions, run_plan
 
-DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
 CLUSTER_PLAYBOOK = "cluster.yml"
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
 
 
 def _count(value: str) -> int:
@@ -112,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
         p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
                        help="key=value pairs, a YAML/JSON mapping, or @file (repeatable)")
-        p.add_argument("-f", "--forks", type=_positive, help="hosts worked on in parallel")
+        p.add_argument("-f", "--forks", type=positive, help="hosts worked on in parallel")
         p.add_argument("--keep-runs", type=_count, metavar="N",
                        help=f"keep the newest N run directories, this one included (default ${KEEP_RUNS_ENV} "
                             f"or {DEFAULT_KEEP_RUNS}; 0 keeps all)")
@@ -145,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "resolving every node (credentials, zone offerings, quotas); down removes the cluster")
         _add_cloud_name(u)
         if verb == "up":
-            u.add_argument("-n", "--nodes", type=_positive, default=3,
+            u.add_argument("-n", "--nodes", type=positive, default=3,
                            help="how many nodes (default 3). Their roles: 1 chief; 2 chief, worker; 3 chief, worker, "
                                 "ps; 4 chief, worker, worker, ps; 5 the same and serving; more: more workers")
             u.add_argument("--suite", choices=local_images.SUITES,
@@ -282,12 +272,7 @@ def cmd_run(args, out: Console) -> int:
         out.print(f"[red]no host matched[/red] in {report['inventory']}"
                   f"{' with --limit ' + report['limit'] if report['limit'] else ''}: "
                   "is the local cloud up (tfprov up local)?", highlight=False)
-    if report["status"] in ("bad input", "error"):
-        # ansible-playbook stopped before (or outside) any host's task: its first error is the one line.
-        errors = [line for step in report["steps"] for line in step.get("errors", [])]
-        first = next((line for line in errors if "ERROR" in line), errors[0] if errors else "see its stdout")
-        print(f"tfprov: error: ansible-playbook stopped: {first} ({report['steps'][-1]['artifacts']}/stdout)",
-              file=sys.stderr)
+    print_playbook_stopped(report)
     benches = bench.results(report)
     if benches:
         out.print(bench.table(benches))

@@ -17,12 +17,12 @@ from . import extravars, retry
 from . import plan as plan_mod
 from .errors import TfprovError
 from .fleet_drift import show_problems
+from .options import DEFAULT_INVENTORY, positive
 from .progress import Progress
 from .project import project_root
 from .runner import RunOptions, run_plan
 
 PLAN = "fleet"
-DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"  # cli.DEFAULT_INVENTORY (cli imports us)
 RESULTS = ("updated", "unchanged", "failed", "not reached")
 COMPONENTS = (("tensorflow", "TensorFlow"), ("cuda", "CUDA"), ("cudnn", "cuDNN"), ("driver", "driver"))
 _SIZE = re.compile(r"^(\d+)(%?)$")
@@ -130,7 +130,7 @@ def add_arguments(parser) -> None:
                         help="key=value pairs, a YAML/JSON mapping, or @file (repeatable), e.g. "
                              "tensorflow_gpu_version=2.20.0")
     parser.add_argument("-C", "--check", action="store_true", help="check mode: report what would change")
-    parser.add_argument("-f", "--forks", type=int, help="hosts worked on in parallel")
+    parser.add_argument("-f", "--forks", type=positive, help="hosts worked on in parallel")
     parser.add_argument("--retry-failed", action="store_true",
                         help="only the hosts the newest fleet update failed, could not reach or stopped before")
 

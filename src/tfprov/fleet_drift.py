@@ -8,9 +8,7 @@ would change is the stack's own check-mode verdict (its changed tasks, by role),
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,12 +18,12 @@ from rich.table import Table
 
 from . import extravars
 from . import plan as plan_mod
+from .options import DEFAULT_INVENTORY, positive, print_playbook_stopped
 from .progress import Progress
 from .project import project_root
 from .runner import RunOptions, run_plan
 
 PLAN = "drift"
-DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"  # cli.DEFAULT_INVENTORY (no import: cli imports us)
 EXIT_DRIFT = 6  # --exit-code only: the run succeeded and at least one host drifts
 COMPONENTS = ("tensorflow", "cuda", "cudnn", "driver")
 
@@ -156,12 +154,6 @@ def write_json(found: list[dict], report: dict, path: Path) -> Path:
     return path
 
 
-def positive(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
-    return int(value)
-
-
 def add_arguments(parser) -> None:
     parser.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
                         help=f"inventory file or directory, or 'host1,host2,' (default {DEFAULT_INVENTORY})")
@@ -182,11 +174,7 @@ def show_problems(report: dict, out: Console) -> None:
     if report["status"] == "no hosts":
         out.print(f"[red]no host matched[/red] in {report['inventory']}"
                   f"{' with --limit ' + report['limit'] if report['limit'] else ''}", highlight=False)
-    if report["status"] in ("bad input", "error"):
-        errors = [line for step in report["steps"] for line in step.get("errors", [])]
-        first = next((line for line in errors if "ERROR" in line), errors[0] if errors else "see its stdout")
-        print(f"tfprov: error: ansible-playbook stopped: {first} ({report['steps'][-1]['artifacts']}/stdout)",
-              file=sys.stderr)
+    print_playbook_stopped(report)
 
 
 def run(args, out: Console) -> int:

@@ -18,7 +18,8 @@ from rich.table import Table
 
 from . import plan as plan_mod
 from . import rundirs
-from .fleet_drift import DEFAULT_INVENTORY, positive, show_problems
+from .fleet_drift import show_problems
+from .options import DEFAULT_INVENTORY, positive
 from .progress import Progress
 from .project import project_root
 from .runner import RunOptions, run_plan

@@ -158,3 +158,12 @@ def test_a_bad_keep_runs_setting_is_bad_input(capsys, project, monkeypatch, valu
     assert rc == errors.EXIT_BAD_INPUT
     _one_line(err)
     assert "TFPROV_KEEP_RUNS" in err
+
+
+@pytest.mark.parametrize("argv", [["run", "node"], ["fleet", "update"], ["fleet", "drift"], ["fleet", "status"]])
+@pytest.mark.parametrize(("forks", "words"), [("0", "must be at least 1"), ("two", "'two' is not a whole number")])
+def test_forks_is_a_whole_number_of_at_least_one_for_every_command(capsys, argv, forks, words):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*argv, "-f", forks])
+    err = capsys.readouterr().err
+    assert exit_.value.code == errors.EXIT_BAD_INPUT and f"argument -f/--forks: {words}" in err, err

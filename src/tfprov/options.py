@@ -1,0 +1,30 @@
+"""What several commands share: the default inventory, the positive whole-number option type, and the one line
+printed when ansible-playbook stopped before (or outside) any host's task."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
+
+
+def positive(value: str) -> int:
+    """argparse type: a whole number of at least 1 (forks, node counts)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def print_playbook_stopped(report: dict) -> None:
+    """When ansible-playbook refused or crashed outside any host's task, its first error is the one line."""
+    if report["status"] not in ("bad input", "error"):
+        return
+    errors = [line for step in report["steps"] for line in step.get("errors", [])]
+    first = next((line for line in errors if "ERROR" in line), errors[0] if errors else "see its stdout")
+    print(f"tfprov: error: ansible-playbook stopped: {first} ({report['steps'][-1]['artifacts']}/stdout)",
+          file=sys.stderr)
