@@ -30,7 +30,9 @@ _GCP_PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 # GCP machine families whose machine type carries its GPUs (no accelerator key): a type here must be in the matrix.
 _GCP_GPU_FAMILIES = ("a2-", "a3-", "a4-", "g2-", "g4-")
 _KNOWN_KEYS = {"name", "provider", "region", "project", "zones", "image", "disk_gb", "spot", "ssh", "operator_cidr",
-               "cluster_port", "serving_ports", "roles", "tpus", "idle_stop_minutes", "labels"}
+               "cluster_port", "serving_ports", "roles", "tpus", "idle_stop_minutes", "idle_stop_roles", "labels"}
+# The roles the idle-stop guard applies to by default: a ps or a serving node waits at no load by design.
+DEFAULT_IDLE_STOP_ROLES = ["chief", "worker", "evaluator"]
 # TF Serving's gRPC and REST ports (tf_serving's defaults), opened on serving nodes to the operator and the cluster.
 DEFAULT_SERVING_PORTS = [8500, 8501]
 _NO_GPU = {"model": "", "family": "", "count": 0}
@@ -241,6 +243,13 @@ def _operator_cidr(value):
     return str(network)
 
 
+def _idle_stop_roles(value):
+    if not isinstance(value, list) or not all(role in ROLES for role in value):
+        raise SpecError("idle_stop_roles is %r: list roles among %s, e.g. idle_stop_roles: [chief, worker]"
+                        % (value, ", ".join(ROLES)))
+    return sorted(set(value), key=ROLES.index)
+
+
 def _serving_ports(value, cluster_port):
     if not isinstance(value, list) or not value:
         raise SpecError("serving_ports is %r: give TF Serving's ports as a list, e.g. serving_ports: [8500, 8501]"
@@ -317,6 +326,7 @@ def normalize(spec, matrix, provider=None):
     }
     if out["cluster_port"] > 65535 or out["cluster_port"] == 22:
         raise SpecError("cluster_port is %d: give a free TCP port other than 22, e.g. 2222" % out["cluster_port"])
+    out["idle_stop_roles"] = _idle_stop_roles(spec.get("idle_stop_roles", DEFAULT_IDLE_STOP_ROLES))
     out["serving_ports"] = _serving_ports(spec.get("serving_ports", DEFAULT_SERVING_PORTS), out["cluster_port"])
     if not isinstance(out["tpus"], list):
         raise SpecError("tpus must be a list of {name, type, runtime_version, bucket}")

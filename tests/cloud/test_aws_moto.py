@@ -206,8 +206,8 @@ def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down
 
 def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_the_members(
         capsys, ec2, write_spec):
-    spec = write_spec("serve", roles={"chief": {"count": 1, "type": "g4dn.xlarge"},
-                                      "serving": {"count": 1, "type": "m5.xlarge"}})
+    spec = write_spec("serve", idle_stop_minutes=30, roles={"chief": {"count": 1, "type": "g4dn.xlarge"},
+                                                            "serving": {"count": 1, "type": "m5.xlarge"}})
     rc, _, err = tfprov(capsys, "up", "aws", "--spec", spec)
     assert rc == 0, err
     groups = {g["GroupName"]: g for g in ec2.describe_security_groups(
@@ -221,6 +221,10 @@ def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_
     by_role = {next(t["Value"] for t in i["Tags"] if t["Key"] == "tfprov:role"):
                sorted(g["GroupId"] for g in i["NetworkInterfaces"][0]["Groups"]) for i in instances(ec2, "serve")}
     assert by_role == {"chief": [cluster], "serving": sorted([cluster, serving["GroupId"]])}
+    # The idle-stop guard's minutes: the chief's, and 0 on the serving node (idle on load by design).
+    tags = [{t["Key"]: t["Value"] for t in i["Tags"]} for i in instances(ec2, "serve")]
+    minutes = {t["tfprov:role"]: t["tfprov:idle-stop-minutes"] for t in tags}
+    assert minutes == {"chief": "30", "serving": "0"}
     assert all(8500 not in (r["FromPort"], r["ToPort"]) for r in groups["tfprov-serve"]["IpPermissions"])
 
     rc, _, err = tfprov(capsys, "down", "aws", "--spec", spec)

@@ -191,3 +191,40 @@ def test_unreadable_utilization_lines(tmp_path, line):
     node = Node(tmp_path)
     result = checker.read_gpus(str(node.smi), runner=lambda argv: (0, line + "\n"))
     assert result["error"]
+
+
+class BusyNode(Node):
+    """Idle on GPU, load and sessions, with a cluster unit active or the serving container running."""
+
+    def __init__(self, tmp_path, units=(), containers=(), **kwargs):
+        super().__init__(tmp_path, utilization=None, load=0.5, **kwargs)
+        self.units, self.containers = list(units), list(containers)
+
+    def runner(self, argv):
+        if argv[:2] == ["systemctl", "list-units"]:
+            return 0, "".join(f"{unit} loaded active running tfprov TensorFlow task\n" for unit in self.units)
+        if argv[:2] == ["docker", "ps"]:
+            name = next(f.split("=", 1)[1].strip("^$") for f in argv if f.startswith("name="))
+            return 0, "3f2a9c1b7d10\n" if name in self.containers else ""
+        return super().runner(argv)
+
+
+BUSY = ("--busy-unit", "tfprov-tf-*", "--busy-container", "tfprov-serving")
+
+
+def test_a_parameter_server_idle_on_load_is_busy_while_its_cluster_unit_is_active(tmp_path):
+    ps = BusyNode(tmp_path, units=["tfprov-tf-server.service"])
+    state = ps.check(tmp_path, T0, *BUSY, stopper=lambda *a: pytest.fail("a working ps was stopped"))
+    assert not state["idle"] and state["reason"] == "running: tfprov-tf-server.service"
+    later = ps.check(tmp_path, T0 + timedelta(hours=3), *BUSY, stopper=lambda *a: pytest.fail("stopped"))
+    assert later["decision"] == "stay up" and later["idle_since"] is None
+
+
+def test_a_serving_node_idle_on_gpu_and_load_is_busy_while_tf_serving_runs(tmp_path):
+    serving = BusyNode(tmp_path, containers=["tfprov-serving"])
+    state = serving.check(tmp_path, T0, *BUSY, stopper=lambda *a: pytest.fail("a serving node was stopped"))
+    assert not state["idle"] and state["reason"] == "running: container tfprov-serving"
+
+
+def test_the_same_node_without_its_workloads_is_idle(tmp_path):
+    assert BusyNode(tmp_path).check(tmp_path, T0, *BUSY)["idle"]

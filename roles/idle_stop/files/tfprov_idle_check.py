@@ -4,7 +4,9 @@ idle and no user session has been open for --minutes. Python 3.7+ standard libra
 
 Idle, per check: GPU nodes, every GPU's utilization below --threshold percent and no session; nodes without a GPU
 (no nvidia-smi), no session and the 5-minute load average per CPU below --cpu-threshold percent (a ps or CPU node
-serving a training job has no GPU to show it). A reading that fails (nvidia-smi errors) is not idle: never stop
+serving a training job has no GPU to show it). Never idle, whatever GPU and load say: a node with an active unit
+matching --busy-unit (the cluster's tfprov-tf-* services: a parameter server waits at no load) or a running
+container named by --busy-container (TF Serving answers at no load). A reading that fails (nvidia-smi errors) is not idle: never stop
 on what could not be read. State: --state (idle_since, the reading, the last check, the decision).
 --report prints the reading and the state as JSON and changes nothing (the idle report uses it).
 """
@@ -65,6 +67,21 @@ def read_sessions(runner=run) -> list[str]:
     return sorted(line.split()[0] for line in out.splitlines() if line.split()) if rc == 0 else []
 
 
+def read_workloads(units, containers, runner=run) -> list[str]:
+    """What runs that keeps the node busy at any GPU or load: active systemd units matching the patterns, running
+    containers of those names. No systemd or no container engine answering means none of them runs."""
+    busy = []
+    if units:
+        rc, out = runner(["systemctl", "list-units", "--state=active", "--no-legend", "--plain", *units])
+        if rc == 0:
+            busy += [line.split()[0] for line in out.splitlines() if line.split()]
+    for name in containers:
+        rc, out = runner(["docker", "ps", "--quiet", "--filter", "name=^%s$" % name, "--filter", "status=running"])
+        if rc == 0 and out.strip():
+            busy.append("container " + name)
+    return busy
+
+
 def cpu_load_percent() -> float:
     return round(os.getloadavg()[1] / (os.cpu_count() or 1) * 100, 1)
 
@@ -72,11 +89,14 @@ def cpu_load_percent() -> float:
 def reading(args, runner=run, load=cpu_load_percent) -> dict:
     gpu = read_gpus(args.nvidia_smi, runner)
     sessions = read_sessions(runner)
+    workloads = read_workloads(args.busy_unit or [], args.busy_container or [], runner)
     cpu = load()
     if gpu["error"]:
         idle, why = False, gpu["error"]
     elif sessions:
         idle, why = False, f"{len(sessions)} session(s) open: {', '.join(sorted(set(sessions)))}"
+    elif workloads:
+        idle, why = False, f"running: {', '.join(workloads)}"
     elif gpu["present"]:
         busy = [g for g in gpu["gpus"] if g["utilization"] >= args.threshold]
         idle = not busy
@@ -87,7 +107,8 @@ def reading(args, runner=run, load=cpu_load_percent) -> dict:
         why = (f"no GPU, no session and CPU load {cpu:g} % below {args.cpu_threshold:g} %" if idle
                else f"no GPU and CPU load {cpu:g} % at or above {args.cpu_threshold:g} %")
     return {"idle": idle, "reason": why, "gpu_present": gpu["present"], "gpus": gpu["gpus"],
-            "sessions": len(sessions), "session_users": sorted(set(sessions)), "cpu_load_percent": cpu}
+            "sessions": len(sessions), "session_users": sorted(set(sessions)), "workloads": workloads,
+            "cpu_load_percent": cpu}
 
 
 def load_state(path: str) -> dict:
@@ -193,6 +214,10 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--threshold", type=float, default=5, help="GPU utilization (%%) below which a GPU is idle")
     out.add_argument("--cpu-threshold", type=float, default=10,
                      help="nodes without a GPU: 5-min load per CPU (%%) below which the node is idle")
+    out.add_argument("--busy-unit", action="append", metavar="PATTERN",
+                     help="a systemd unit pattern whose active units keep the node busy (repeatable)")
+    out.add_argument("--busy-container", action="append", metavar="NAME",
+                     help="a container name whose running container keeps the node busy (repeatable)")
     out.add_argument("--method", choices=["shutdown", "gcp_api"], default="shutdown")
     out.add_argument("--dry-run", action="store_true", help="decide and record, never stop")
     out.add_argument("--report", action="store_true", help="print the reading and the state as JSON, change nothing")

@@ -66,6 +66,7 @@ def test_gcp_spec_derives_the_region_and_reads_accelerators_and_gpu_machine_type
     (AWS, {"zones": None}, "zones is missing"),
     (AWS, {"serving_ports": [8500, 2222]}, "serving_ports: 2222 is not free for TF Serving"),
     (AWS, {"serving_ports": []}, "serving_ports is []"),
+    (AWS, {"idle_stop_roles": ["trainer"]}, "idle_stop_roles is ['trainer']"),
     (AWS, {"serving_ports": [8500, 8500]}, "serving_ports lists a port twice"),
     (AWS, {"operator_cidr": "0.0.0.0/1"}, "opens SSH to 2,147,483,648 addresses"),
     (AWS, {"operator_cidr": "::/1"}, "operator_cidr ::/1 opens SSH to"),
@@ -168,4 +169,10 @@ def test_instance_gpu_falls_back_to_the_machine_type_and_is_fast_for_a_thousand_
                                   "fd00::/8"])
 def test_an_office_network_or_a_private_range_is_a_fine_operator_cidr(cidr):
     assert normalize(spec(AWS, operator_cidr=cidr), MATRIX, "aws")["operator_cidr"] == cidr
+
+
+def test_idle_stop_leaves_ps_and_serving_nodes_alone_unless_the_spec_asks():
+    assert normalize(AWS, MATRIX, "aws")["idle_stop_roles"] == ["chief", "worker", "evaluator"]
+    asked = normalize(spec(AWS, idle_stop_roles=["serving", "ps", "ps"]), MATRIX, "aws")
+    assert asked["idle_stop_roles"] == ["ps", "serving"]
 
