@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from . import cloud_inventory
 from . import plan as plan_mod
 from .errors import EXIT_BAD_INPUT, EXIT_OK, TfprovError
 from .progress import Progress
@@ -26,17 +27,6 @@ PROVIDERS = ("aws", "gcp")
 PLANS = {"up": "nodes_up", "down": "nodes_down"}
 # The playbooks run on the controller only: no node inventory is needed (the API calls are local).
 CONTROLLER_INVENTORY = "localhost,"
-INVENTORIES = {"aws": "inventories/aws.aws_ec2.yml", "gcp": "inventories/gcp.gcp_compute.yml"}
-# The inventories' cache (cache_connection, relative to the checkout): stale once nodes come or go.
-INVENTORY_CACHE = ".tfprov/cache"
-
-
-def clear_inventory_cache(root: Path, provider: str) -> None:
-    for path in (root / INVENTORY_CACHE).glob(f"{'aws_ec2' if provider == 'aws' else 'gcp'}*/*"):
-        if path.is_file():
-            path.unlink(missing_ok=True)
-
-
 # One lock file per cluster: two `up`s (or an `up` and a `down`) of one spec on this machine would otherwise both
 # find a node missing and both create it. EC2's idempotency token covers a call retried within one run.
 LOCKS = ".tfprov/locks"
@@ -162,7 +152,11 @@ def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict 
         report, run_dir = (runner or run_plan)(plan, root, RunOptions(inventory=CONTROLLER_INVENTORY,
                                                                       extravars=variables), Progress())
     records = node_records(report)
-    clear_inventory_cache(root, provider)
+    if verb == "up" and report["rc"] == EXIT_OK:
+        inventory = cloud_inventory.write(root, spec).relative_to(root)
+    elif verb == "down" and report["rc"] == EXIT_OK:
+        cloud_inventory.remove(root, provider, spec["name"])
+    cloud_inventory.clear_caches(root, provider)
     if report["rc"] != EXIT_OK:
         message = first_failure(report) or next(
             (line for step in report.get("steps", []) for line in step.get("errors", [])), report["status"])
@@ -180,7 +174,7 @@ def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict 
     for line in zone_lines(records) if verb == "up" else []:
         out.print(line, highlight=False)
     if verb == "up":
-        out.print(f"inventory: ansible-inventory -i {INVENTORIES[provider]} --graph  "
-                  f"(then: tfprov run cluster -i {INVENTORIES[provider]})", highlight=False)
+        out.print(f"inventory (this cluster only): ansible-inventory -i {inventory} --graph  "
+                  f"(then: tfprov run cluster -i {inventory})", highlight=False)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     return EXIT_OK

@@ -225,9 +225,22 @@ def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_
     tags = [{t["Key"]: t["Value"] for t in i["Tags"]} for i in instances(ec2, "serve")]
     minutes = {t["tfprov:role"]: t["tfprov:idle-stop-minutes"] for t in tags}
     assert minutes == {"chief": "30", "serving": "0"}
+    # Another cluster in the account: the inventory `up` wrote for this one lists this one's nodes only.
+    other = instances(ec2, "serve")[0]
+    ec2.run_instances(ImageId=other["ImageId"], InstanceType="m5.xlarge", MinCount=1, MaxCount=1,
+                      TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                          {"Key": "Name", "Value": "other-chief-0"}, {"Key": "tfprov:cluster", "Value": "other"},
+                          {"Key": "tfprov:role", "Value": "chief"}]}])
+    own = ROOT / ".tfprov/inventories/serve.aws_ec2.yml"
+    listing = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", str(own), "--list", "--flush-cache"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0, listing.stderr
+    hosts = sorted(plain(json.loads(listing.stdout))["_meta"]["hostvars"])
+    assert [h.split("_")[0] for h in hosts] == ["serve-chief-0", "serve-serving-0"], hosts
     assert all(8500 not in (r["FromPort"], r["ToPort"]) for r in groups["tfprov-serve"]["IpPermissions"])
 
     rc, _, err = tfprov(capsys, "down", "aws", "--spec", spec)
     assert rc == 0, err
     assert ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [
         "tfprov-serve", "tfprov-serve-serving"]}])["SecurityGroups"] == []
+    assert not own.exists()

@@ -67,7 +67,7 @@ def test_up_aws_runs_nodes_up_with_the_spec_and_prints_the_nodes_and_zones(capsy
     assert "aws cluster demo: 2 node(s) up" in out
     assert "demo-chief-0: no capacity in us-east-1a: used zone us-east-1b" in out
     assert "zone(s) used: us-east-1a, us-east-1b" in out
-    assert "1 x t4" in out and "inventories/aws.aws_ec2.yml" in out
+    assert "1 x t4" in out and "tfprov run cluster -i .tfprov/inventories/demo.aws_ec2.yml" in out
 
 
 def test_down_gcp_runs_nodes_down(capsys, tmp_path, spec_file, monkeypatch):
@@ -144,4 +144,36 @@ def test_a_spec_that_is_not_yaml_names_its_file_once(capsys, tmp_path):
     bad.write_text("name: [demo\n")
     rc, _, err = run(capsys, ["up", "aws", "--spec", str(bad)])
     assert rc == 2 and err.count(str(bad)) == 1 and "is not valid YAML at line" in err, err
+
+
+def test_up_writes_an_inventory_of_this_cluster_only_and_down_removes_it(capsys, tmp_path, spec_file, monkeypatch):
+    monkeypatch.setattr(clouds, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(clouds, "ensure_collection_link", lambda root: cli.project_root() / ".tfprov/collections/"
+                        "ansible_collections/tfprov/gpu")
+    (tmp_path / "inventories").mkdir()
+    for name in ("aws.aws_ec2.yml", "gcp.gcp_compute.yml"):
+        (tmp_path / "inventories" / name).write_text((cli.project_root() / "inventories" / name).read_text())
+    cache = tmp_path / ".tfprov/cache/aws_ec2"
+    cache.mkdir(parents=True)
+    (cache / "aws_ec2_demo_s3cr3t").write_text("{}")  # this cluster's cached listing, stale once nodes come
+    monkeypatch.setattr(clouds, "run_plan", FakeRunner(tmp_path, records=RECORDS))
+    spec_file.write_text(yaml.safe_dump({**SPEC, "region": "eu-west-1", "zones": ["eu-west-1a"]}))
+    assert run(capsys, ["up", "aws", "--spec", str(spec_file)])[0] == 0
+    written = tmp_path / ".tfprov/inventories/demo.aws_ec2.yml"
+    config = yaml.safe_load(written.read_text())
+    assert config["plugin"] == "tfprov.gpu.aws_ec2" and config["regions"] == ["eu-west-1"]
+    assert config["filters"]["tag:tfprov:cluster"] == "demo" and "tag-key" not in config["filters"]
+    assert config["filters"]["instance-state-name"] == ["pending", "running", "stopping", "stopped"]
+    assert config["cache_prefix"] == "aws_ec2_demo_" and not list(cache.iterdir())
+    assert run(capsys, ["down", "aws", "--spec", str(spec_file)])[0] == 0
+    assert not written.exists()
+
+
+def test_a_gcp_cluster_inventory_names_its_project_and_label():
+    from tfprov import cloud_inventory
+
+    shipped = yaml.safe_load((cli.project_root() / "inventories/gcp.gcp_compute.yml").read_text())
+    config = cloud_inventory.narrowed(shipped, {"provider": "gcp", "name": "demo", "project": "my-project"})
+    assert config["projects"] == ["my-project"] and config["filters"] == ["labels.tfprov-cluster = demo"]
+    assert config["cache_connection"] == shipped["cache_connection"] and config["cache_prefix"] == "gcp_compute_demo_"
 
