@@ -37,8 +37,9 @@ def write(root: Path, spec: dict) -> Path:
     shipped = yaml.safe_load((root / SHIPPED[spec["provider"]]).read_text())
     target = path(root, spec["provider"], spec["name"])
     target.parent.mkdir(parents=True, exist_ok=True)
-    header = (f"# Written by `tfprov up {spec['provider']}` for cluster {spec['name']} from {SHIPPED[spec['provider']]};"
-              " `tfprov down` removes it.\n")
+    provider = spec["provider"]
+    header = (f"# Written by `tfprov up {provider}` for cluster {spec['name']} from {SHIPPED[provider]}; "
+              "`tfprov down` removes it.\n")
     target.write_text(header + yaml.safe_dump(narrowed(shipped, spec), sort_keys=False))
     return target
 
