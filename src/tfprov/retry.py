@@ -1,5 +1,6 @@
 """--retry-failed: the hosts the newest run of a plan left behind (failed, unreachable, or never reached by a
-rolling update that stopped), as the --limit and inventory of the next run."""
+rolling update that stopped; every host of a run that stopped before its end, and of a cluster), as the --limit and
+inventory of the next run. Check-mode runs are never "the newest run"."""
 
 from __future__ import annotations
 
@@ -16,12 +17,17 @@ from .rundirs import runs_dir
 UNFINISHED_RESULTS = ("failed", "not reached")
 
 
+# Plans whose hosts only work together: a retry takes the whole cluster again (a subset is refused by design).
+WHOLE_PLANS = ("cluster",)
+
+
 @dataclass(frozen=True)
 class Retry:
     hosts: list[str]
-    limit: str
+    limit: str | None
     inventory: str
     run_dir: Path
+    whole: bool = False  # every host of that run: it stopped before its end, or its plan needs all of them
 
 
 def newest_report(root: Path, plan: str) -> Path | None:
@@ -31,9 +37,23 @@ def newest_report(root: Path, plan: str) -> Path | None:
     found = []
     for path in base.iterdir() if base.is_dir() else []:
         match = pattern.match(path.name)
-        if match and (path / "report.json").is_file():
+        if match and (path / "report.json").is_file() and not _check_mode(path / "report.json"):
             found.append(((match.group(1), int(match.group(3) or 1)), path / "report.json"))
     return max(found)[1] if found else None
+
+
+def _check_mode(path: Path) -> bool:
+    """A --check run changed nothing: it is never "the last run" to retry."""
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("check"))
+    except (OSError, ValueError):
+        return False
+
+
+def stopped_early(report: dict) -> bool:
+    """The run started fewer plays than its plan has: every host of it is unfinished, those it never recorded too."""
+    planned = report.get("planned_plays")
+    return bool(planned) and len(report.get("plays", [])) < planned
 
 
 def unfinished_hosts(report: dict) -> list[str]:
@@ -70,12 +90,19 @@ def plan_retry(root: Path, plan: str, limit: str | None, inventory: str | None) 
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise TfprovError(f"--retry-failed: cannot read {path}: {exc}") from None
-    hosts, retry_limit = narrow(unfinished_hosts(report), limit)
+    unfinished = unfinished_hosts(report)
+    whole = unfinished and (stopped_early(report) or plan in WHOLE_PLANS)
+    if whole:
+        # The same hosts as that run (its --limit, else the whole inventory), or within the new --limit.
+        hosts, before = sorted(report.get("hosts", {})), report.get("limit")
+        retry_limit = f"{before},&{limit.lstrip('&')}" if before and limit else before or limit or None
+    else:
+        hosts, retry_limit = narrow(unfinished, limit)
     if not hosts:
         return None
     return Retry(hosts=hosts, limit=retry_limit,
                  inventory=report.get("inventory") or "" if inventory is None else inventory,
-                 run_dir=path.parent)
+                 run_dir=path.parent, whole=bool(whole))
 
 
 def apply(args, root: Path, plan: str, default_inventory: str, say) -> bool:
@@ -87,6 +114,8 @@ def apply(args, root: Path, plan: str, default_inventory: str, say) -> bool:
             f"unreached host{' within --limit ' + args.limit if args.limit else ''}")
         return False
     args.limit, args.inventory = retry.limit, retry.inventory or default_inventory
-    say(f"--retry-failed: {len(retry.hosts)} host(s) from run {retry.run_dir.name}: {', '.join(retry.hosts)} "
+    why = (" (every host of that run: it stopped before its end, or the plan needs all of them)"
+           if retry.whole else "")
+    say(f"--retry-failed: {len(retry.hosts)} host(s) from run {retry.run_dir.name}: {', '.join(retry.hosts)}{why} "
         f"(inventory {args.inventory})")
     return True

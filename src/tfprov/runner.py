@@ -34,7 +34,7 @@ from .errors import (
     EXIT_UNREACHABLE,
     TfprovError,
 )
-from .plan import Plan
+from .plan import Plan, describe_playbook
 from .progress import Progress
 from .project import ansible_env
 from .redact import Redactor
@@ -223,6 +223,9 @@ def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, 
         finished=finished.isoformat(),
         seconds=round((finished - started).total_seconds(), 2),
         run_dir=str(run_dir),
+        # Fewer plays started than planned: the run stopped before its end (any_errors_fatal, a failed step, an
+        # interrupt), so hosts that were fine when it stopped never got the rest (--retry-failed reads this).
+        planned_plays=sum(len(describe_playbook(step.playbook)) for step in plan.steps),
     )
     result["status"], result["rc"] = outcome(result["hosts"], interrupted=interrupted,
                                              ansible_failed=ansible_failed, no_hosts=no_hosts)

@@ -167,3 +167,16 @@ def test_forks_is_a_whole_number_of_at_least_one_for_every_command(capsys, argv,
         cli.main([*argv, "-f", forks])
     err = capsys.readouterr().err
     assert exit_.value.code == errors.EXIT_BAD_INPUT and f"argument -f/--forks: {words}" in err, err
+
+
+def test_a_run_halted_by_any_errors_fatal_is_retried_whole(capsys, project):
+    from tfprov import retry
+
+    rc, _, _ = _run(capsys, "run", "halt", "-i", "h1,h2,")
+    assert rc == errors.EXIT_HOST_FAILED
+    report = _report(project)
+    assert report["planned_plays"] == 2 and len(report["plays"]) == 1
+    assert report["hosts"]["h2"]["status"] == "ok"  # stopped, not failed: only the plan's count tells
+    again = retry.plan_retry(project, "halt", None, None)
+    assert again.whole and again.hosts == ["h1", "h2"] and again.inventory == "h1,h2,"
+

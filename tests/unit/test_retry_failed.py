@@ -104,3 +104,40 @@ def test_fleet_update_retry_failed(runs, monkeypatch, capsys):
     assert cli.main(["fleet", "update", "--retry-failed", "--batch", "2"]) == 0
     assert seen[0].limit == "b,c,d" and seen[0].extravars["tfprov_fleet_batch"] == [2]
     assert "from run 20261122T070000Z-fleet" in capsys.readouterr().out
+
+
+def write_report(runs, name, **report):
+    run_dir = runs / name
+    run_dir.mkdir(parents=True)
+    (run_dir / "report.json").write_text(json.dumps({"inventory": "inv.yml", **report}))
+    return run_dir
+
+
+def test_a_check_mode_run_is_never_the_last_run(runs, tmp_path):
+    real = write_report(runs, "20261122T070000Z-node", hosts={"b": {"status": "failed"}})
+    write_report(runs, "20261122T080000Z-node", hosts={"b": {"status": "ok"}}, check=True)
+    assert retry.newest_report(tmp_path, "node") == real / "report.json"
+    assert retry.plan_retry(tmp_path, "node", None, None).hosts == ["b"]
+
+
+def test_a_run_halted_before_its_end_retries_every_host_it_had(runs, tmp_path):
+    # any_errors_fatal in resolve: a refused, the others stopped "ok" after 1 of 6 plays, never reaching the rest.
+    write_report(runs, "20261122T070000Z-node", limit="tfprov_worker", planned_plays=6, plays=[{"name": "resolve"}],
+                 hosts={"a": {"status": "failed"}, "b": {"status": "ok"}, "c": {"status": "ok"}})
+    halted = retry.plan_retry(tmp_path, "node", None, None)
+    assert halted.whole and halted.hosts == ["a", "b", "c"] and halted.limit == "tfprov_worker"
+    assert retry.plan_retry(tmp_path, "node", "c*", None).limit == "tfprov_worker,&c*"
+
+
+def test_a_run_that_reached_its_end_retries_only_its_failed_hosts(runs, tmp_path):
+    write_report(runs, "20261122T070000Z-node", planned_plays=2, plays=[{"name": "p1"}, {"name": "p2"}],
+                 hosts={"a": {"status": "failed"}, "b": {"status": "ok"}})
+    done = retry.plan_retry(tmp_path, "node", None, None)
+    assert not done.whole and done.hosts == ["a"] and done.limit == "a"
+
+
+def test_a_cluster_is_retried_whole(runs, tmp_path):
+    write_report(runs, "20261122T070000Z-cluster", planned_plays=2, plays=[{"name": "p1"}, {"name": "p2"}],
+                 hosts={"chief": {"status": "ok"}, "worker": {"status": "failed"}})
+    whole = retry.plan_retry(tmp_path, "cluster", None, None)
+    assert whole.whole and whole.hosts == ["chief", "worker"] and whole.limit is None

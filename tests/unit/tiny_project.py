@@ -42,6 +42,18 @@ PLAYBOOKS = {
       ansible.builtin.debug:
         msg: hello
 """),
+    # A refusal on one host with any_errors_fatal: the others are stopped "ok", and the second play never starts.
+    "halt.yml": _PLAY.format(name="Refuse h1, halting all", hosts="all", tasks="""\
+    - name: Refuse h1
+      ansible.builtin.fail:
+        msg: refused
+      when: inventory_hostname == 'h1'
+""").replace("  gather_facts: false\n", "  gather_facts: false\n  any_errors_fatal: true\n") + "\n" + _PLAY.format(
+        name="Never reached", hosts="all", tasks="""\
+    - name: Say hello
+      ansible.builtin.debug:
+        msg: hello
+"""),
     "cycle-a.yml": "- ansible.builtin.import_playbook: cycle-b.yml\n",
     "cycle-b.yml": "- ansible.builtin.import_playbook: cycle-a.yml\n",
     "missing-import.yml": "- ansible.builtin.import_playbook: not-there.yml\n",
@@ -50,6 +62,7 @@ PLANS = {
     "ok": {"description": "succeeds", "steps": ["ok.yml"]},
     "fail": {"description": "fails", "steps": ["fail.yml"]},
     "group": {"description": "plays on tfprov_nodes", "steps": ["group.yml"]},
+    "halt": {"description": "halts every host at its first play", "steps": ["halt.yml"]},
     "cycle": {"description": "imports itself", "steps": ["cycle-a.yml"]},
     "missing-import": {"description": "imports what is not there", "steps": ["missing-import.yml"]},
 }
