@@ -35,7 +35,21 @@ def toy_playbook(path: Path) -> Path:
             "printf 'Shared connection to 10.210.1.14 closed.\\r\\n' >&2; exit 1"),
          "when": "inventory_hostname in ssh_bad | default([])"},
         {"name": "Stand in for the versions after", "ansible.builtin.set_fact": {"__fleet_after": {"tf": "2.20.0"}}}]
-    update["tasks"][0]["rescue"] = update["tasks"][0]["rescue"][:1]
+    rescue = update["tasks"][0]["rescue"]
+    # The rescue's own first steps: the reason, then TF Serving put back (its role stood in for: the restore fails
+    # on the hosts in restore_bad) and the note when its own gate was what failed.
+    put_back = next(task for task in rescue if task["name"] == "Put TF Serving back after the failed update")
+    put_back["block"][0] = {"name": "Stand in for the restore",
+                            "ansible.builtin.fail": {"msg": "model demo version 2 not AVAILABLE after 300 s"},
+                            "when": "inventory_hostname in restore_bad | default([])"}
+    update["tasks"][0]["rescue"] = rescue[:rescue.index(put_back) + 2]
+    serving = [{"name": "Stand in for the drain", "ansible.builtin.set_fact": {"__fleet_drained": True},
+                "when": "inventory_hostname in groups['tfprov_serving'] | default([])"},
+               {"name": "Stand in for the serving gate starting", "ansible.builtin.set_fact": {
+                   "__fleet_serving_gate": True}, "when": "inventory_hostname in gate_bad | default([])"},
+               {"name": "Stand in for the serving gate", "ansible.builtin.fail": {"msg": "the models never answered"},
+                "when": "inventory_hostname in gate_bad | default([])"}]
+    update["tasks"][0]["block"][2:2] = serving
     before = {"name": "Before", "hosts": "tfprov_fleet_answering", "gather_facts": False, "tasks": [
         {"name": "Stand in for the versions before",
          "ansible.builtin.set_fact": {"__fleet_before": {"tf": "2.21.0"}}}]}
@@ -45,12 +59,13 @@ def toy_playbook(path: Path) -> Path:
     return path
 
 
-def run(tmp_path, bad, *extra, down=()):
+def run(tmp_path, bad, *extra, down=(), serving=()):
     inventory = tmp_path / "hosts.yml"
     # A host in `down` is reached over SSH at a loopback port where nothing listens: unreachable, at once.
     hosts = {h: ({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1} if h in down else {})
              for h in HOSTS.strip(",").split(",")}
-    inventory.write_text(yaml.safe_dump({"tfprov_nodes": {"hosts": hosts}}))
+    inventory.write_text(yaml.safe_dump({"tfprov_nodes": {"hosts": hosts, "children": {
+        "tfprov_serving": {"hosts": dict.fromkeys(serving)}}}}))
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "-c", "local",
          "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"{{'bad': {bad!r}}}",
@@ -125,3 +140,16 @@ def test_a_scripts_own_last_words_are_the_reason_not_the_ssh_line(tmp_path):
     _, results = run(tmp_path, [], "-e", "{'ssh_bad': ['a']}")
     assert results["a"] == ("failed|Stand in for a script over SSH: non-zero return code: "
                             "ModuleNotFoundError: import of tensorflow halted"), results
+
+
+def test_a_serving_node_whose_update_failed_is_put_back_in_service_and_the_reason_says_so(tmp_path):
+    _, results = run(tmp_path, ["a", "b", "c"], "-e", "tfprov_fleet_max_fail=100", "-e",
+                     "tfprov_fleet_batch_max_fail=100", "-e", "{'restore_bad': ['b'], 'gate_bad': ['d']}",
+                     serving=["a", "b", "d"])
+    assert results["a"] == "failed|Stand in for the update: import of tensorflow halted; TF Serving restored"
+    assert results["b"] == ("failed|Stand in for the update: import of tensorflow halted; TF Serving left stopped: "
+                            "model demo version 2 not AVAILABLE after 300 s"), results
+    assert results["c"] == "failed|Stand in for the update: import of tensorflow halted", results  # not serving
+    assert results["d"] == ("failed|Stand in for the serving gate: the models never answered; TF Serving left "
+                            "stopped (its health gate is what failed)"), results
+
