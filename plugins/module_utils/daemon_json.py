@@ -86,3 +86,23 @@ def plan(text, settings, path):
     after = merge(before, settings)
     changed = after != before
     return changed, before, after, render(after)
+
+
+# The keys dockerd applies on SIGHUP (`systemctl reload docker`, moby's daemon/reload.go): runtimes and the default
+# runtime among them, so registering NVIDIA's runtime never needs a restart. Any other key needs one.
+RELOADABLE = frozenset(("runtimes", "default-runtime", "live-restore", "debug", "labels", "max-concurrent-downloads",
+                        "max-concurrent-uploads", "max-download-attempts", "insecure-registries", "registry-mirrors",
+                        "shutdown-timeout"))
+
+
+def changed_keys(before, after):
+    """The top-level keys whose values differ between the two objects."""
+    return sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
+
+
+def how_to_apply(keys):
+    """none, reload (every changed key is reloadable: running containers keep running) or restart."""
+    if not keys:
+        return "none"
+    return "reload" if set(keys) <= RELOADABLE else "restart"
+

@@ -52,7 +52,7 @@ EXAMPLES = r"""
     settings:
       runtimes:
         nvidia: {path: nvidia-container-runtime, runtimeArgs: []}
-  notify: Restart the Docker engine
+  notify: Apply daemon.json to the Docker engine
 """
 
 RETURN = r"""
@@ -68,6 +68,17 @@ path:
   description: The file.
   returned: always
   type: str
+changed_keys:
+  description: The top-level keys the merge changed.
+  returned: success
+  type: list
+apply:
+  description: >-
+    How a running engine takes the change. C(reload) when every changed key is one dockerd applies on SIGHUP
+    (runtimes, default-runtime, live-restore, ...): running containers keep running. C(restart) otherwise, C(none)
+    when nothing changed.
+  returned: success
+  type: str
 """
 
 import os
@@ -75,7 +86,12 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
-from ansible_collections.tfprov.gpu.plugins.module_utils.daemon_json import DaemonJsonError, plan
+from ansible_collections.tfprov.gpu.plugins.module_utils.daemon_json import (
+    DaemonJsonError,
+    changed_keys,
+    how_to_apply,
+    plan,
+)
 
 
 def read_text(module, path):
@@ -120,11 +136,12 @@ def main():
     path = module.params["path"]
     text = read_text(module, path)
     try:
-        changed, _before, after, after_text = plan(text, module.params["settings"], path)
+        changed, before, after, after_text = plan(text, module.params["settings"], path)
     except DaemonJsonError as exc:
         module.fail_json(msg=str(exc), path=path)
 
-    result = dict(changed=changed, path=path, config=after, backup_file="")
+    keys = changed_keys(before, after)
+    result = dict(changed=changed, path=path, config=after, backup_file="", changed_keys=keys, apply=how_to_apply(keys))
     if changed and module._diff:
         result["diff"] = dict(
             before_header=path if text is not None else "%s (absent)" % path,

@@ -182,3 +182,16 @@ def test_module_without_backup(tmp_path, capsys):
     path.write_text("{}")
     result = run(capsys, path=str(path), settings=NETWORK, backup=False)
     assert result["changed"] and result["backup_file"] == "" and os.listdir(tmp_path) == ["daemon.json"]
+
+
+def test_a_runtime_change_is_applied_by_a_reload_and_anything_else_by_a_restart():
+    from ansible_collections.tfprov.gpu.plugins.module_utils.daemon_json import changed_keys, how_to_apply
+
+    user = {"log-driver": "json-file", "runtimes": {"user-runc": {"path": "/usr/bin/runc"}}}
+    nvidia = {**user, "runtimes": {**user["runtimes"], "nvidia": {"path": "nvidia-container-runtime"}},
+              "default-runtime": "nvidia"}
+    assert changed_keys(user, nvidia) == ["default-runtime", "runtimes"] and how_to_apply(["default-runtime",
+                                                                                            "runtimes"]) == "reload"
+    assert how_to_apply(changed_keys(user, {**nvidia, "features": {"cdi": True}})) == "restart"
+    assert how_to_apply(changed_keys(user, {**user, "bridge": "none"})) == "restart"
+    assert how_to_apply(changed_keys(user, user)) == "none"
