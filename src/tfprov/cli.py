@@ -33,7 +33,7 @@ from .local import faults as local_faults
 from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
-from .options import DEFAULT_INVENTORY, positive, print_playbook_stopped
+from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped
 from .progress import Progress
 from .project import project_root
 from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
@@ -43,16 +43,6 @@ SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
 CLUSTER_PLAYBOOK = "cluster.yml"
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return number
 
 
 _RUN_EPILOG = f"""\
@@ -103,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="VARS",
                        help="key=value pairs, a YAML/JSON mapping, or @file (repeatable)")
         p.add_argument("-f", "--forks", type=positive, help="hosts worked on in parallel")
-        p.add_argument("--keep-runs", type=_count, metavar="N",
+        p.add_argument("--keep-runs", type=count, metavar="N",
                        help=f"keep the newest N run directories, this one included (default ${KEEP_RUNS_ENV} "
                             f"or {DEFAULT_KEEP_RUNS}; 0 keeps all)")
         p.add_argument("--retry-failed", action="store_true",
@@ -120,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(a)
         if not any("--keep-runs" in action_.option_strings for action_ in a._actions):
-            a.add_argument("--keep-runs", type=_count, metavar="N",
+            a.add_argument("--keep-runs", type=count, metavar="N",
                            help=f"keep the newest N run directories (default ${KEEP_RUNS_ENV} or {DEFAULT_KEEP_RUNS})")
         a.set_defaults(fleet_run=module.run)
 
@@ -162,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("node", help="the node's name (tfprov-<cloud>-N) or its index N")
     fa.add_argument("action", choices=local_faults.ACTIONS)
     _add_cloud_name(fa)
-    fa.add_argument("--ms", type=_count, default=0, help="delay: added latency in milliseconds (0 with --loss 0: "
+    fa.add_argument("--ms", type=count, default=0, help="delay: added latency in milliseconds (0 with --loss 0: "
                                                          "remove the shaping)")
     fa.add_argument("--loss", type=float, default=0.0, metavar="PERCENT", help="delay: packets lost, in percent")
     fa.add_argument("--no-wait", action="store_true", help="start, reboot: return at once instead of waiting for "

@@ -34,10 +34,10 @@ def narrowed(shipped: dict, spec: dict) -> dict:
 
 
 def write(root: Path, spec: dict) -> Path:
-    shipped = yaml.safe_load((root / SHIPPED[spec["provider"]]).read_text())
-    target = path(root, spec["provider"], spec["name"])
-    target.parent.mkdir(parents=True, exist_ok=True)
     provider = spec["provider"]
+    shipped = yaml.safe_load((root / SHIPPED[provider]).read_text())
+    target = path(root, provider, spec["name"])
+    target.parent.mkdir(parents=True, exist_ok=True)
     header = (f"# Written by `tfprov up {provider}` for cluster {spec['name']} from {SHIPPED[provider]}; "
               "`tfprov down` removes it.\n")
     target.write_text(header + yaml.safe_dump(narrowed(shipped, spec), sort_keys=False))

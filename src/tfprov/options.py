@@ -1,4 +1,4 @@
-"""What several commands share: the default inventory, the positive whole-number option type, and the one line
+"""What several commands share: the default inventory, the whole-number option types, and the one line
 printed when ansible-playbook stopped before (or outside) any host's task."""
 
 from __future__ import annotations
@@ -9,15 +9,21 @@ import sys
 DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
 
 
-def positive(value: str) -> int:
-    """argparse type: a whole number of at least 1 (forks, node counts)."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
+def whole_number(minimum: int, below: str):
+    """argparse type: a whole number of at least `minimum`; `below` is what a smaller one is told."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(below)
+        return number
+    return parse
+
+
+positive = whole_number(1, "must be at least 1")  # forks, node counts
+count = whole_number(0, "must be 0 or more")  # runs kept, milliseconds
 
 
 def print_playbook_stopped(report: dict) -> None:
