@@ -30,7 +30,13 @@ _GCP_PROJECT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 # GCP machine families whose machine type carries its GPUs (no accelerator key): a type here must be in the matrix.
 _GCP_GPU_FAMILIES = ("a2-", "a3-", "a4-", "g2-", "g4-")
 _KNOWN_KEYS = {"name", "provider", "region", "project", "zones", "image", "disk_gb", "spot", "ssh", "operator_cidr",
-               "cluster_port", "serving_ports", "roles", "tpus", "idle_stop_minutes", "idle_stop_roles", "labels"}
+               "cluster_port", "serving_ports", "roles", "tpus", "idle_stop_minutes", "idle_stop_roles", "labels",
+               "network", "subnetwork", "subnet_cidr", "external_ip"}
+_GCP_ONLY = ("network", "subnetwork", "subnet_cidr", "external_ip")
+_GCP_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+# The subnet tfprov gives a cluster's own VPC network when the spec names none (the default network's range in
+# us-central1: private, and a /20 holds 4,092 nodes).
+DEFAULT_SUBNET_CIDR = "10.128.0.0/20"
 # The roles the idle-stop guard applies to by default: a ps or a serving node waits at no load by design.
 DEFAULT_IDLE_STOP_ROLES = ["chief", "worker", "evaluator"]
 # TF Serving's gRPC and REST ports (tf_serving's defaults), opened on serving nodes to the operator and the cluster.
@@ -243,6 +249,36 @@ def _operator_cidr(value):
     return str(network)
 
 
+def _gcp_network(spec):
+    """{network, subnetwork, subnet_cidr, own, external_ip}: the cluster's own network (tfprov-<name>, made by `up`,
+    removed by `down`) unless the spec names an existing one, which preflight checks before use."""
+    named, subnet = spec.get("network"), spec.get("subnetwork")
+    for field, value in (("network", named), ("subnetwork", subnet)):
+        if value is not None and not (isinstance(value, str) and _GCP_RESOURCE.match(value)):
+            raise SpecError("%s is %r: give the name of an existing VPC %s, or remove it (tfprov then makes the "
+                            "cluster its own)" % (field, value, field))
+    if subnet is not None and named is None:
+        raise SpecError("subnetwork %s needs its network: add network: NAME (or remove subnetwork)" % subnet)
+    if named is not None and "subnet_cidr" in spec:
+        raise SpecError("subnet_cidr is for the network tfprov makes: remove it (network %s has its own subnets)"
+                        % named)
+    cidr = spec.get("subnet_cidr", DEFAULT_SUBNET_CIDR)
+    try:
+        range_ = ipaddress.ip_network(str(cidr))
+    except ValueError:
+        range_ = None
+    if range_ is None or range_.version != 4 or not range_.is_private or not 8 <= range_.prefixlen <= 29:
+        raise SpecError("subnet_cidr is %r: give a private IPv4 range between /8 and /29, e.g. %s"
+                        % (cidr, DEFAULT_SUBNET_CIDR))
+    external = spec.get("external_ip", False)
+    if not isinstance(external, bool):
+        raise SpecError("external_ip is %r: set external_ip: true (a public address per node) or false" % (external,))
+    own = named is None
+    return {"network": named or "tfprov-" + spec["name"], "subnetwork": subnet or ("tfprov-" + spec["name"] if own
+                                                                                   else ""),
+            "subnet_cidr": str(range_) if own else "", "own": own, "external_ip": external}
+
+
 def _idle_stop_roles(value):
     if not isinstance(value, list) or not all(role in ROLES for role in value):
         raise SpecError("idle_stop_roles is %r: list roles among %s, e.g. idle_stop_roles: [chief, worker]"
@@ -311,6 +347,10 @@ def normalize(spec, matrix, provider=None):
         raise SpecError("tpus are GCP only: remove tpus or use provider: gcp")
     if kind == "aws" and "project" in spec:
         raise SpecError("project is GCP only: remove it (AWS takes the account from the credentials)")
+    gcp_only = [key for key in _GCP_ONLY if key in spec]
+    if kind == "aws" and gcp_only:
+        raise SpecError("%s is GCP only: remove it (on AWS nodes join the region's default VPC behind the cluster's "
+                        "security group)" % gcp_only[0])
     region, zones = _zones(spec, kind)
     spot = spec.get("spot", False)
     if not isinstance(spot, bool):
@@ -328,6 +368,7 @@ def normalize(spec, matrix, provider=None):
         raise SpecError("cluster_port is %d: give a free TCP port other than 22, e.g. 2222" % out["cluster_port"])
     out["idle_stop_roles"] = _idle_stop_roles(spec.get("idle_stop_roles", DEFAULT_IDLE_STOP_ROLES))
     out["serving_ports"] = _serving_ports(spec.get("serving_ports", DEFAULT_SERVING_PORTS), out["cluster_port"])
+    out["gcp_network"] = _gcp_network(spec) if kind == "gcp" else {}
     if not isinstance(out["tpus"], list):
         raise SpecError("tpus must be a list of {name, type, runtime_version, bucket}")
     out["nodes"] = _nodes(spec, matrix, kind)

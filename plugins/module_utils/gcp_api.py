@@ -106,8 +106,21 @@ class GcpApi(object):
     def get(self, url, params=None, allow_404=False):
         return self._call("GET", url, allow_404=allow_404, params=params)
 
+    def get_all(self, url, params=None, key="items"):
+        """Every item of a paged list (Compute API: items, nextPageToken)."""
+        params, found = dict(params or {}), []
+        while True:
+            page = self.get(url, params=params)
+            found += page.get(key) or []
+            if not page.get("nextPageToken"):
+                return found
+            params["pageToken"] = page["nextPageToken"]
+
     def post(self, url, body, params=None):
         return self._call("POST", url, json=body, params=params)
+
+    def patch(self, url, body):
+        return self._call("PATCH", url, json=body)
 
     def delete(self, url, allow_404=False):
         return self._call("DELETE", url, allow_404=allow_404)
@@ -124,6 +137,21 @@ class GcpApi(object):
         if error:
             raise GcpApiError("operation %s failed: %s" % (operation.get("name"), error.get("message", error)),
                               reason=str(error.get("code", "")))
+        return operation
+
+
+    def wait_compute_operation(self, operation, timeout=600, interval=2):
+        """Poll a Compute API operation ({name, status, selfLink, error.errors}) until DONE; GcpApiError on error."""
+        deadline = time.time() + timeout
+        while operation.get("status") != "DONE":
+            if time.time() > deadline:
+                raise GcpApiError("operation %s still running after %d s" % (operation.get("name"), timeout))
+            self.sleep(interval)
+            operation = self.get(operation["selfLink"].replace("https://www.googleapis.com/compute/v1", COMPUTE))
+        errors = (operation.get("error") or {}).get("errors") or []
+        if errors:
+            raise GcpApiError("operation %s failed: %s" % (operation.get("name"), errors[0].get("message", errors[0])),
+                              reason=str(errors[0].get("code", "")))
         return operation
 
 

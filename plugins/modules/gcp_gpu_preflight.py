@@ -12,7 +12,10 @@ description:
     (Compute API machineTypes.get, acceleratorTypes.get) and refuses when none does.
   - Checks that the region's GPU quota (regions.get, metric NVIDIA_<X>_GPUS or PREEMPTIBLE_NVIDIA_<X>_GPUS when spot)
     and the project's GPUS_ALL_REGIONS cover the GPUs of the nodes that do not exist yet.
-  - Lists the cluster's existing instances (aggregatedList by the tfprov-cluster label) so nodes stay where they are.
+  - Lists the cluster's existing instances (aggregatedList by the tfprov-cluster label) so nodes stay where they are,
+    and says which of them are stopped (up starts them).
+  - "With tpu_zones, lists the cluster's TPU VMs there by the same label (TPU API nodes.list), so `down` deletes
+    one that is no longer in the spec."
   - Read only; fails with one line saying what to request and where.
   - Credentials from GCP_SERVICE_ACCOUNT_FILE or Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS).
 options:
@@ -21,6 +24,11 @@ options:
   nodes: {description: The spec's expanded nodes (tfprov.gpu.cloud_spec)., type: list, elements: dict, required: true}
   cluster: {description: The cluster name (label tfprov-cluster)., type: str, required: true}
   spot: {description: SPOT nodes use the PREEMPTIBLE_ quota metrics., type: bool, default: false}
+  tpu_zones:
+    description: Zones to list the cluster's TPU VMs in; the region's other zones are listed too.
+    type: list
+    elements: str
+    default: []
   image:
     description:
       - Boot image URI or family (projects/debian-cloud/global/images/family/debian-12); checked to exist.
@@ -32,6 +40,10 @@ author: tfprov
 RETURN = r"""
 region: {description: The zones' region., type: str, returned: always}
 existing: {description: "Instance name -> zone for the cluster's instances that exist.", type: dict, returned: always}
+stopped: {description: "The names of the existing instances that are stopped (TERMINATED, SUSPENDED, ...).",
+          type: list, returned: always}
+tpus: {description: "TPU node id -> zone for the cluster's TPU VMs (only with tpu_zones).", type: dict,
+       returned: always}
 zones_by_node: {description: "Node name -> the spec's zones offering its type, in order.", type: dict, returned: always}
 quota: {description: "Metric -> {needed, limit, usage}.", type: dict, returned: always}
 image: {description: "{name, tfprov_image} of the boot image ('' when not a tfprov image).", type: dict,
@@ -42,6 +54,7 @@ auth_kind: {description: The google.cloud modules' auth_kind for these credentia
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfprov.gpu.plugins.module_utils.gcp_api import (
     COMPUTE,
+    TPU,
     GcpApi,
     GcpApiError,
     auth_kind,
@@ -62,6 +75,8 @@ QUOTA_METRICS = {
     "nvidia-h100-mega-80gb": "NVIDIA_H100_MEGA_GPUS",
     "nvidia-h200-141gb": "NVIDIA_H200_GPUS",
 }
+# Instance states of a VM that is not running and will not run again unless started.
+STOPPED = ("STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED")
 QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project=%s"
 
 
@@ -126,14 +141,34 @@ def boot_image(api, image):
     return {"name": found.get("name", ""), "tfprov_image": (found.get("labels") or {}).get("tfprov-image", "")}
 
 
-def run(api, project, zones, nodes, cluster, spot, image=None):
+def cluster_tpus(api, project, region, zones, cluster):
+    """TPU node id -> zone for the TPU VMs labelled with the cluster, in the given zones and the region's others."""
+    info = api.get("%s/projects/%s/regions/%s" % (COMPUTE, project, region), allow_404=True) or {}
+    every = list(dict.fromkeys(list(zones) + [_last(zone) for zone in info.get("zones") or []]))
+    found = {}
+    for zone in every:
+        try:
+            nodes = api.get_all("%s/projects/%s/locations/%s/nodes" % (TPU, project, zone), key="nodes")
+        except GcpApiError as exc:
+            if exc.status in (400, 404):  # a zone without Cloud TPU
+                continue
+            raise
+        for node in nodes:
+            if (node.get("labels") or {}).get("tfprov-cluster") == cluster:
+                found[_last(node["name"])] = zone
+    return found
+
+
+def run(api, project, zones, nodes, cluster, spot, image=None, tpu_zones=()):
     region = region_of(zones[0])
     listing = api.get("%s/projects/%s/aggregated/instances" % (COMPUTE, project),
                       params={"filter": "labels.tfprov-cluster = %s" % cluster})
-    existing = {}
+    existing, stopped = {}, []
     for scope in (listing.get("items") or {}).values():
         for instance in scope.get("instances") or []:
             existing[instance["name"]] = _last(instance["zone"])
+            if instance.get("status") in STOPPED:
+                stopped.append(instance["name"])
     zones_by_node, needed, cache = {}, {}, {}
     for node in nodes:
         found, (accel, count) = offered_zones(api, project, zones, node, cache)
@@ -156,8 +191,9 @@ def run(api, project, zones, nodes, cluster, spot, image=None):
         rows = {q["metric"]: q for q in info.get("quotas") or []}
         if "GPUS_ALL_REGIONS" in rows:
             quota.update(check_quota({"GPUS_ALL_REGIONS": sum(needed.values())}, rows, "all regions", project))
-    return {"region": region, "existing": existing, "zones_by_node": zones_by_node, "quota": quota,
-            "image": boot_image(api, image)}
+    tpus = cluster_tpus(api, project, region, tpu_zones, cluster) if tpu_zones else {}
+    return {"region": region, "existing": existing, "stopped": sorted(stopped), "zones_by_node": zones_by_node,
+            "quota": quota, "image": boot_image(api, image), "tpus": tpus}
 
 
 def main():
@@ -166,13 +202,13 @@ def main():
                            zones=dict(type="list", elements="str", required=True),
                            nodes=dict(type="list", elements="dict", required=True),
                            cluster=dict(type="str", required=True), spot=dict(type="bool", default=False),
-                           image=dict(type="str")),
+                           image=dict(type="str"), tpu_zones=dict(type="list", elements="str", default=[])),
         supports_check_mode=True,
     )
     params = module.params
     try:
         result = run(GcpApi(), params["project"], params["zones"], params["nodes"], params["cluster"], params["spot"],
-                     params["image"])
+                     params["image"], params["tpu_zones"])
     except (Refused, GcpApiError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, auth_kind=auth_kind(), **result)

@@ -21,6 +21,10 @@ options:
   runtime_version: {description: "TPU VM software version, e.g. tpu-ubuntu2204-base.", type: str}
   labels: {description: Labels of the node., type: dict, default: {}}
   spot: {description: Create a Spot TPU VM., type: bool, default: false}
+  network: {description: "The VPC network's name (the project's default network when omitted).", type: str}
+  subnetwork: {description: "The subnetwork's name, in the TPU's region.", type: str}
+  external_ip: {description: Give the TPU VM an external address., type: bool, default: false}
+  tags: {description: Network tags (the cluster's firewall rules target them)., type: list, elements: str, default: []}
   bucket: {description: "gs:// bucket the TPU reads and writes; checked to be in the TPU's region.", type: str}
   vm_region: {description: The region of the cluster's VMs; checked to match the TPU's., type: str}
   state: {description: present, absent or checked., type: str, default: present, choices: [present, absent, checked]}
@@ -71,6 +75,16 @@ def node_url(params):
     return "%s/projects/%s/locations/%s/nodes/%s" % (TPU, params["project"], params["zone"], params["name"])
 
 
+def network_config(params):
+    config = {"enableExternalIps": params["external_ip"]}
+    if params.get("network"):
+        config["network"] = "projects/%s/global/networks/%s" % (params["project"], params["network"])
+    if params.get("subnetwork"):
+        config["subnetwork"] = "projects/%s/regions/%s/subnetworks/%s" % (params["project"], region_of(params["zone"]),
+                                                                        params["subnetwork"])
+    return config
+
+
 def run(api, params, check_mode):
     region = region_of(params["zone"])
     if params["state"] == "checked":
@@ -91,7 +105,8 @@ def run(api, params, check_mode):
         "acceleratorType": params["accelerator_type"],
         "runtimeVersion": params["runtime_version"],
         "labels": params["labels"],
-        "networkConfig": {"enableExternalIps": True},
+        "networkConfig": network_config(params),
+        "tags": params["tags"],
     }
     if params["spot"]:
         body["schedulingConfig"] = {"spot": True}
@@ -107,6 +122,8 @@ def main():
             name=dict(type="str", required=True), accelerator_type=dict(type="str"), runtime_version=dict(type="str"),
             labels=dict(type="dict", default={}), spot=dict(type="bool", default=False), bucket=dict(type="str"),
             vm_region=dict(type="str"), wait_timeout=dict(type="int", default=1800),
+            network=dict(type="str"), subnetwork=dict(type="str"), external_ip=dict(type="bool", default=False),
+            tags=dict(type="list", elements="str", default=[]),
             state=dict(type="str", default="present", choices=["present", "absent", "checked"]),
         ),
         required_if=[("state", "present", ("accelerator_type", "runtime_version")),

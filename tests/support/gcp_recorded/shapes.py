@@ -15,7 +15,8 @@ def zone_url(project, zone):
 
 
 def instance(project, zone, name, machine, accels=(), labels=None, ip="10.128.0.2", nat="203.0.113.10",
-             status="RUNNING", hostname=None, tag=None, ident="1000", metadata=None):
+             status="RUNNING", hostname=None, tag=None, ident="1000", metadata=None, network="default",
+             subnetwork=None):
     body = {
         "kind": "compute#instance", "id": ident, "name": name, "status": status,
         "zone": zone_url(project, zone), "machineType": f"{zone_url(project, zone)}/machineTypes/{machine}",
@@ -23,7 +24,7 @@ def instance(project, zone, name, machine, accels=(), labels=None, ip="10.128.0.
         "labels": labels or {},
         "networkInterfaces": [{
             "name": "nic0", "networkIP": ip,
-            "network": f"{WWW}/projects/{project}/global/networks/default",
+            "network": f"{WWW}/projects/{project}/global/networks/{network}",
             "accessConfigs": [{"type": "ONE_TO_ONE_NAT", "name": "External NAT", "natIP": nat}] if nat else [],
         }],
         "disks": [{"boot": True, "autoDelete": True, "deviceName": "persistent-disk-0",
@@ -34,6 +35,10 @@ def instance(project, zone, name, machine, accels=(), labels=None, ip="10.128.0.
     if accels:
         body["guestAccelerators"] = [{"acceleratorType": f"{zone_url(project, zone)}/acceleratorTypes/{kind}",
                                       "acceleratorCount": count} for kind, count in accels]
+    if subnetwork:
+        region = zone.rsplit("-", 1)[0]
+        subnet_url = f"{WWW}/projects/{project}/regions/{region}/subnetworks/{subnetwork}"
+        body["networkInterfaces"][0]["subnetwork"] = subnet_url
     if hostname:
         body["hostname"] = hostname
     if metadata:
@@ -41,11 +46,32 @@ def instance(project, zone, name, machine, accels=(), labels=None, ip="10.128.0.
     return body
 
 
-def firewall(project, name, ports, source_ranges, target_tags):
+def network(project, name, auto=False, description=""):
+    return {"kind": "compute#network", "name": name, "description": description, "autoCreateSubnetworks": auto,
+            "routingConfig": {"routingMode": "REGIONAL"}, "mtu": 1460,
+            "selfLink": f"{WWW}/projects/{project}/global/networks/{name}"}
+
+
+def subnetwork(project, region, name, network_name, cidr, description=""):
+    return {"kind": "compute#subnetwork", "name": name, "description": description, "ipCidrRange": cidr,
+            "network": f"{WWW}/projects/{project}/global/networks/{network_name}",
+            "region": f"{WWW}/projects/{project}/regions/{region}", "privateIpGoogleAccess": True,
+            "selfLink": f"{WWW}/projects/{project}/regions/{region}/subnetworks/{name}"}
+
+
+def router(project, region, name, network_name):
+    return {"kind": "compute#router", "name": name, "region": f"{WWW}/projects/{project}/regions/{region}",
+            "network": f"{WWW}/projects/{project}/global/networks/{network_name}",
+            "nats": [{"name": name, "natIpAllocateOption": "AUTO_ONLY",
+                      "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"}],
+            "selfLink": f"{WWW}/projects/{project}/regions/{region}/routers/{name}"}
+
+
+def firewall(project, name, ports, source_ranges, target_tags, network="default", **extra):
     return {"kind": "compute#firewall", "name": name, "priority": 1000, "direction": "INGRESS",
-            "network": f"{WWW}/projects/{project}/global/networks/default",
+            "network": f"{WWW}/projects/{project}/global/networks/{network}",
             "allowed": [{"IPProtocol": "tcp", "ports": ports}], "sourceRanges": source_ranges,
-            "targetTags": target_tags, "selfLink": f"{WWW}/projects/{project}/global/firewalls/{name}"}
+            "targetTags": target_tags, "selfLink": f"{WWW}/projects/{project}/global/firewalls/{name}", **extra}
 
 
 def lifecycle(url, collection, body, flag, operation_of, create_body_has=None, create=None):
@@ -73,8 +99,9 @@ def aggregated(instances):
     return {"kind": "compute#instanceAggregatedList", "items": items}
 
 
-def operation(project, target, zone=None, status="DONE", error=None, name="operation-1"):
-    where = zone_url(project, zone) if zone else f"{WWW}/projects/{project}/global"
+def operation(project, target, zone=None, status="DONE", error=None, name="operation-1", region=None):
+    where = (zone_url(project, zone) if zone else f"{WWW}/projects/{project}/regions/{region}" if region
+             else f"{WWW}/projects/{project}/global")
     body = {"kind": "compute#operation", "name": name, "status": status, "targetLink": target,
             "selfLink": f"{where}/operations/{name}"}
     if zone:

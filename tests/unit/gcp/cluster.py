@@ -1,12 +1,15 @@
 """A GCP cluster spec and the hand-written API answers nodes_up / nodes_down meet for it."""
 
+import json
+
 import yaml
 
 from conftest import shapes
 
 PROJECT, REGION, ZONES = "demo-proj-1", "us-central1", ["us-central1-a", "us-central1-b"]
 BASE = f"{shapes.COMPUTE}/projects/{PROJECT}"
-NETWORK = f"{shapes.WWW}/projects/{PROJECT}/global/networks/default"
+NETWORK = "tfprov-demo"  # the cluster's own network and subnet (tfprov-<cluster>)
+NETWORK_URL = f"{shapes.WWW}/projects/{PROJECT}/global/networks/{NETWORK}"
 PUBKEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForRecordedTestsOnly tfprov-test"
 # name, role, machine type, accelerator, zone it lands in, private address
 NODES = [
@@ -37,8 +40,9 @@ def spec(tmp_path, **changes):
     return str(path)
 
 
-def _instance(name, role, machine, accel, zone, ip):
-    return shapes.instance(PROJECT, zone, name, machine, [(accel, 1)] if accel else (), ip=ip,
+def _instance(name, role, machine, accel, zone, ip, status="RUNNING"):
+    return shapes.instance(PROJECT, zone, name, machine, [(accel, 1)] if accel else (), ip=ip, nat=None,
+                           network=NETWORK, subnetwork=NETWORK, status=status,
                            labels={"tfprov-cluster": "demo", "tfprov-role": role, "tfprov-tf-port": "2222",
                                    "tfprov-idle-stop-minutes": "0"}, tag="tfprov-demo",
                            hostname=f"{name}.{zone}.{PROJECT}", metadata={"ssh-keys": "debian:" + PUBKEY},
@@ -72,10 +76,11 @@ def quotas(t4_limit=8, t4_usage=0, all_regions=16):
     ]
 
 
-def listing():
-    """The cluster's instances: all of them once created, none before or after."""
+def listing(stopped=()):
+    """The cluster's instances: all of them once created (those named in stopped: TERMINATED), none before or after."""
     url = f"{BASE}/aggregated/instances"
-    made = shapes.aggregated([_instance(*node) for node in NODES])
+    made = shapes.aggregated([_instance(*node, status="TERMINATED" if node[0] in stopped else "RUNNING")
+                              for node in NODES])
     return [
         shapes.call("GET", url, made, when=["created:demo-chief-0"]),
         shapes.call("GET", url, shapes.aggregated([])),
@@ -90,13 +95,53 @@ def _global_op(target):
     return shapes.operation(PROJECT, target)
 
 
+def _region_op(target):
+    return shapes.operation(PROJECT, target, region=REGION)
+
+
+RULES = (("ssh", ["22"], ["203.0.113.7/32"]), ("cluster", ["2222"], [f"{node[5]}/32" for node in NODES]))
+
+
+def rules():
+    return [shapes.firewall(PROJECT, "tfprov-demo-" + name, ports, sources, ["tfprov-demo"], network=NETWORK)
+            for name, ports, sources in RULES]
+
+
+def network(extra_rules=()):
+    """The cluster's own network, subnet and Cloud NAT router from absent to made to removed; the firewall listing
+    the network check reads once the network exists (the cluster's own rules, and extra_rules)."""
+    regional = f"{BASE}/regions/{REGION}"
+    return [
+        *shapes.lifecycle(f"{BASE}/global/networks/{NETWORK}", f"{BASE}/global/networks",
+                          shapes.network(PROJECT, NETWORK, description="tfprov cluster demo"), "net", _global_op,
+                          create_body_has={"name": NETWORK, "autoCreateSubnetworks": False}),
+        *shapes.lifecycle(f"{regional}/subnetworks/{NETWORK}", f"{regional}/subnetworks",
+                          shapes.subnetwork(PROJECT, REGION, NETWORK, NETWORK, "10.128.0.0/20",
+                                            description="tfprov cluster demo"), "subnet", _region_op,
+                          create_body_has={"name": NETWORK, "ipCidrRange": "10.128.0.0/20"}),
+        *shapes.lifecycle(f"{regional}/routers/{NETWORK}", f"{regional}/routers",
+                          shapes.router(PROJECT, REGION, NETWORK, NETWORK), "router", _region_op,
+                          create_body_has={"name": NETWORK, "network": NETWORK_URL}),
+        shapes.call("GET", f"{BASE}/global/firewalls", {"items": rules() + list(extra_rules)},
+                    when=["created:tfprov-demo-ssh"]),
+        shapes.call("GET", f"{BASE}/global/firewalls", {"items": list(extra_rules)}),
+    ]
+
+
+def already_made(directory, extra=()):
+    """Start a recorded run with the cluster's network, rules and instances made (and the flags in extra)."""
+    made = ["net", "subnet", "router", "tfprov-demo-ssh", "tfprov-demo-cluster"] + [node[0] for node in NODES]
+    (directory / "state.json").write_text(json.dumps({"flags": ["created:" + flag for flag in made] + list(extra),
+                                                      "used": {}}))
+
+
 def resources():
-    calls = []
-    for name, ports, sources in (("ssh", ["22"], ["203.0.113.7/32"]),
-                                 ("cluster", ["2222"], [f"{node[5]}/32" for node in NODES])):
-        fw = "tfprov-demo-" + name
-        calls += shapes.lifecycle(f"{BASE}/global/firewalls/{fw}", f"{BASE}/global/firewalls",
-                                  shapes.firewall(PROJECT, fw, ports, sources, ["tfprov-demo"]), fw, _global_op)
+    calls = network()
+    for rule in rules():
+        fw = rule["name"]
+        calls += shapes.lifecycle(f"{BASE}/global/firewalls/{fw}", f"{BASE}/global/firewalls", rule, fw, _global_op)
+    calls.append(shapes.call("GET", f"{BASE}/global/firewalls/tfprov-demo-serving",
+                             shapes.error(404, "notFound", "not found"), status=404))
     for node in NODES:
         name, zone = node[0], node[4]
         if name == FULL:  # first tried in us-central1-a: the insert's operation ends in ZONE_RESOURCE_POOL_EXHAUSTED
@@ -118,10 +163,23 @@ def resources():
 
 
 def full_run():
-    return listing() + offerings() + quotas() + resources()
+    return listing() + offerings() + quotas() + resources() + tpu_listing()
 
 
 TPU_SPEC = [{"name": "tpu-a", "type": "v2-8", "runtime_version": "tpu-ubuntu2204-base", "bucket": "gs://demo-bucket"}]
+
+
+def tpu_listing(zones=ZONES, name="demo-tpu-a", zone="us-central1-a"):
+    """What `down` lists in each zone: the TPU VM labelled with the cluster once created, in its zone."""
+    calls = []
+    for where in zones:
+        url = f"{shapes.TPU}/projects/{PROJECT}/locations/{where}/nodes"
+        if where == zone:
+            node = shapes.tpu_node(PROJECT, zone, name, "v2-8", "tpu-ubuntu2204-base",
+                                   labels={"tfprov-cluster": "demo", "tfprov-role": "tpu"})
+            calls.append(shapes.call("GET", url, {"nodes": [node]}, when=["tpu-created"]))
+        calls.append(shapes.call("GET", url, {}))
+    return calls
 
 
 def tpu_calls(zone="us-central1-a", name="demo-tpu-a", bucket_location="us-central1"):

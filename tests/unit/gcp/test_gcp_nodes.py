@@ -45,6 +45,13 @@ def test_up_creates_every_node_falls_back_a_zone_and_is_idempotent_then_down_rem
     assert chief["labels"] == {"tfprov-cluster": "demo", "tfprov-role": "chief", "tfprov-tf-port": "2222",
                               "tfprov-idle-stop-minutes": "0"}
     assert chief["hostname"] == "demo-chief-0.us-central1-a.demo-proj-1"
+    nic = chief["networkInterfaces"][0]
+    assert nic["network"] == cluster.NETWORK_URL and nic["subnetwork"].endswith("/regions/us-central1/subnetworks/"
+                                                                                "tfprov-demo")
+    assert all(not c["body"]["networkInterfaces"][0].get("accessConfigs") for c in inserts)  # no external address
+    made = {c["url"].rsplit("/", 1)[-1]: c["body"] for c in recorded.inserts()}
+    assert made["networks"]["autoCreateSubnetworks"] is False and made["subnetworks"]["ipCidrRange"] == "10.128.0.0/20"
+    assert made["routers"]["nats"][0]["natIpAllocateOption"] == "AUTO_ONLY"
     ps = next(c["body"] for c in inserts if c["body"]["name"] == "demo-ps-0")
     assert "guestAccelerators" not in ps
     firewalls = {c["body"]["name"]: c["body"] for c in recorded.inserts() if c["url"].endswith("/firewalls")}
@@ -52,6 +59,9 @@ def test_up_creates_every_node_falls_back_a_zone_and_is_idempotent_then_down_rem
     assert firewalls["tfprov-demo-cluster"]["sourceRanges"] == ["10.128.0.2/32", "10.128.0.3/32", "10.128.0.4/32",
                                                                 "10.128.0.5/32"]
     assert firewalls["tfprov-demo-cluster"]["targetTags"] == ["tfprov-demo"]
+    assert {rule["network"] for rule in firewalls.values()} == {cluster.NETWORK_URL}
+    assert "tfprov-demo-serving" not in firewalls  # no serving node in the spec
+    assert "the nodes have no external address (external_ip: false)" in first.stdout
     assert "demo-worker-1: us-central1-a had no capacity: used us-central1-b" in first.stdout
     stats = first.stdout.split("CUSTOM STATS", 1)[1]
     assert stats.count("state: RUNNING") == len(cluster.NODES) and stats.count("state: READY") == 1
@@ -69,7 +79,7 @@ def test_up_creates_every_node_falls_back_a_zone_and_is_idempotent_then_down_rem
     assert down.returncode == 0, down.stdout[-4000:]
     deleted = sorted(c["url"].rsplit("/", 1)[-1] for c in recorded.calls() if c["method"] == "DELETE")
     assert deleted == sorted([node[0] for node in cluster.NODES] + ["tfprov-demo-ssh", "tfprov-demo-cluster",
-                                                                    "demo-tpu-a"])
+                                                                    "demo-tpu-a"] + ["tfprov-demo"] * 3)
     assert recorded.unmatched() == []
 
 
@@ -133,3 +143,12 @@ def test_tpu_entry_without_a_type_is_refused_before_any_call(recorded, tmp_path)
     line = _one_line_error(_play(recorded, cluster.full_run(), "nodes_up.yml", spec))
     assert "tpus[0] is" in line and "give {name: tpu-a, type: v4-8" in line
     assert recorded.calls() == []
+
+
+def test_down_deletes_a_tpu_vm_dropped_from_the_spec_by_the_clusters_label(recorded, tmp_path):
+    spec = cluster.spec(tmp_path)  # no tpus: the one made earlier is found by its label
+    cluster.already_made(tmp_path, extra=["tpu-created"])
+    down = _play(recorded, cluster.full_run() + cluster.tpu_calls(), "nodes_down.yml", spec)
+    assert down.returncode == 0, down.stdout[-4000:]
+    deleted = [c["url"].rsplit("/", 1)[-1] for c in recorded.calls() if c["method"] == "DELETE"]
+    assert "demo-tpu-a" in deleted and recorded.unmatched() == []

@@ -14,7 +14,8 @@ PROJECT, ZONE, NAME = cluster.PROJECT, "us-central1-b", "demo-tpu-a"
 NODE = f"{shapes.TPU}/projects/{PROJECT}/locations/{ZONE}/nodes/{NAME}"
 PARAMS = {"project": PROJECT, "zone": ZONE, "name": NAME, "accelerator_type": "v2-8",
           "runtime_version": "tpu-ubuntu2204-base", "labels": {"tfprov-cluster": "demo"}, "spot": False,
-          "bucket": "gs://demo-bucket", "vm_region": "us-central1", "state": "present", "wait_timeout": 60}
+          "bucket": "gs://demo-bucket", "vm_region": "us-central1", "state": "present", "wait_timeout": 60,
+          "network": "tfprov-demo", "subnetwork": "tfprov-demo", "external_ip": False, "tags": ["tfprov-demo"]}
 
 
 def _tpu_lifecycle():
@@ -34,6 +35,11 @@ def test_create_waits_for_the_operation_is_idempotent_and_delete_removes_it(answ
     assert gcp_tpu_vm.run(api, dict(PARAMS, state="absent"), check_mode=False)[0] is True
     assert gcp_tpu_vm.run(api, dict(PARAMS, state="absent"), check_mode=False)[0] is False
     assert _writes(tmp_path) == [("POST", "nodes"), ("DELETE", NAME)]
+    create = next(c for c in harness.calls(str(tmp_path)) if c["method"] == "POST" and c["matched"] != "token")
+    assert create["body"]["networkConfig"] == {
+        "enableExternalIps": False, "network": f"projects/{PROJECT}/global/networks/tfprov-demo",
+        "subnetwork": f"projects/{PROJECT}/regions/us-central1/subnetworks/tfprov-demo"}
+    assert create["body"]["tags"] == ["tfprov-demo"]
     assert [c for c in harness.calls(str(tmp_path)) if c["matched"] is None] == []
 
 

@@ -30,6 +30,16 @@ def spec(base, **changes):
     return out
 
 
+def test_a_gcp_cluster_gets_a_network_of_its_own_without_external_addresses_unless_the_spec_says_otherwise():
+    assert normalize(GCP, MATRIX, "gcp")["gcp_network"] == {
+        "network": "tfprov-demo", "subnetwork": "tfprov-demo", "subnet_cidr": "10.128.0.0/20", "own": True,
+        "external_ip": False}
+    named = normalize(spec(GCP, network="shared", subnetwork="shared-us", external_ip=True), MATRIX, "gcp")
+    assert named["gcp_network"] == {"network": "shared", "subnetwork": "shared-us", "subnet_cidr": "", "own": False,
+                                    "external_ip": True}
+    assert normalize(AWS, MATRIX, "aws")["gcp_network"] == {}
+
+
 def test_aws_spec_expands_nodes_with_their_gpus():
     out = normalize(AWS, MATRIX, "aws")
     assert [n["name"] for n in out["nodes"]] == ["demo-chief-0", "demo-worker-0", "demo-worker-1", "demo-ps-0"]
@@ -92,6 +102,13 @@ def test_gcp_spec_derives_the_region_and_reads_accelerators_and_gpu_machine_type
     (GCP, {"roles": {"chief": {"count": 1, "type": "n1-standard-8"}}}, "roles.chief needs a GPU"),
     (GCP, {"roles": {"chief": {"count": 1, "type": "a2-highgpu-1g", "accelerator": "nvidia-tesla-a100"}}},
      "carries its own GPUs"),
+    (GCP, {"network": "Default Net"}, "network is 'Default Net'"),
+    (GCP, {"subnetwork": "sub-a"}, "subnetwork sub-a needs its network"),
+    (GCP, {"network": "shared", "subnet_cidr": "10.1.0.0/24"}, "subnet_cidr is for the network tfprov makes"),
+    (GCP, {"subnet_cidr": "34.1.0.0/24"}, "subnet_cidr is '34.1.0.0/24': give a private IPv4 range"),
+    (GCP, {"subnet_cidr": "10.0.0.0/30"}, "between /8 and /29"),
+    (GCP, {"external_ip": "yes"}, "external_ip is 'yes'"),
+    (AWS, {"external_ip": True}, "external_ip is GCP only"),
 ])
 def test_a_bad_spec_is_refused_in_one_line_naming_the_field(base, changes, words):
     with pytest.raises(SpecError) as err:
