@@ -218,6 +218,38 @@ def test_ufw_where_it_is_the_active_firewall_denies_everyone_else_and_forgets_fo
     node_sh(CHIEF, "systemctl stop tfprov-test-listen; ufw --force disable; systemctl start nftables")
 
 
+def test_firewalld_where_it_is_the_active_firewall_lets_members_in_and_forgets_former_members(lab):
+    runs, _ = lab
+    # The chief runs firewalld instead of nftables (installed through the gateway's proxy); its zone rejects the rest.
+    proxy = label(CHIEF, "tfprov.http_proxy")
+    node_sh(CHIEF, "systemctl stop nftables; nft flush ruleset; systemctl stop tfprov-test-listen 2>/dev/null; "
+                   f"export http_proxy={proxy} DEBIAN_FRONTEND=noninteractive; apt-get update -qq && "
+                   "apt-get install -y -qq --no-install-recommends firewalld >/dev/null && systemctl start firewalld "
+                   "&& firewall-cmd --state")
+    job = Path(runs) / "quick_job.py"
+    job.write_text("print('ok')\n")
+    limit = ["--limit", "all:!tfprov_serving", "--job", str(job)]
+    roles = ["up", "local", "--nodes", "5", "--image", BAKED, "--roles"]
+    try:
+        tfprov(*roles, "chief,worker,worker,ps,serving", runs_dir=runs, check=True)
+        tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+        _serve(CHIEF)
+        chief = label(CHIEF, "tfprov.address")
+        assert connect(WORKER_1, chief, 2222) == connect(WORKER_2, chief, 2222) == "open"
+        assert connect(SERVING, chief, 2222) != "open" and connect(SERVING, chief, 22) == "open"
+        # Node 3 leaves: its rich rule goes, the others stay.
+        node_sh(CHIEF, "systemctl stop tfprov-test-listen")
+        tfprov(*roles, "chief,worker,serving,ps,serving", runs_dir=runs, check=True)
+        tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+        _serve(CHIEF)
+        assert connect(WORKER_1, chief, 2222) == "open" and connect(WORKER_2, chief, 2222) != "open"
+        rules = node_sh(CHIEF, "firewall-cmd --permanent --list-rich-rules").splitlines()
+        assert sorted(rule.split('address="')[1].split('"')[0] for rule in rules if 'port="2222"' in rule) == sorted(
+            [chief, label(WORKER_1, "tfprov.address")]), rules
+    finally:
+        node_sh(CHIEF, "systemctl stop tfprov-test-listen; systemctl stop firewalld; systemctl start nftables")
+
+
 def test_a_cut_node_is_unreachable_and_comes_back_when_restored(lab):
     runs, _ = lab
     assert ansible(WORKER_1, "-m", "ping").returncode == 0
