@@ -54,6 +54,26 @@ def instance_gpu(value, provider, machine_type=None):
     return dict(found, groups=list(found["groups"]))
 
 
+def cloud_node_records(results, provider):
+    """Node name -> the node table's record, from the per-node answers of `up` (async_status results of
+    tfprov.gpu.aws_node / gcp_instance, each carrying its spec node): where it runs, its addresses, and whether this
+    run created or started it."""
+    records = {}
+    for result in results:
+        node = result["cloud_nodes_job"]["cloud_nodes_node"]
+        instance = result.get("instance") or {}
+        was_stopped = bool(result.get("was_stopped"))
+        records[node["name"]] = {
+            "id": str(instance.get("id", "")), "provider": provider, "zone": result.get("zone", ""),
+            "full_zones": result.get("full_zones") or [], "type": node["type"], "role": node["role"],
+            "address": instance.get("address", ""), "private_address": instance.get("private_address", ""),
+            "gpu_model": node.get("gpu_model"), "gpu_count": node.get("gpu_count"),
+            "state": instance.get("state") or "would be created",
+            "created": bool(result.get("changed")) and not was_stopped, "started": was_stopped,
+        }
+    return records
+
+
 class FilterModule(object):
     def filters(self):
-        return {"cloud_spec": cloud_spec, "instance_gpu": instance_gpu}
+        return {"cloud_spec": cloud_spec, "instance_gpu": instance_gpu, "cloud_node_records": cloud_node_records}

@@ -77,6 +77,18 @@ def fleet_budget(failed, fleet_size, batch_failed, batch_size, max_fail=0, batch
     return ""
 
 
+def fleet_stop_reason(hostvars, play_hosts_all, play_hosts, batch, max_fail=0, batch_max_fail=0):
+    """fleet_budget after a batch, from the play itself: '' while the update may go on, else why it stops.
+
+    Failed: a node whose update was rescued with a reason (__fleet_failure), or one gone from the play (unreachable).
+    This batch: the nodes whose __fleet_batch is `batch`."""
+    gone = set(play_hosts_all) - set(play_hosts)
+    failed = [host for host in play_hosts_all if "__fleet_failure" in hostvars[host] or host in gone]
+    this_batch = [host for host in play_hosts_all if str(hostvars[host].get("__fleet_batch")) == str(batch)]
+    return fleet_budget(len(failed), len(play_hosts_all), len(set(failed) & set(this_batch)), len(this_batch),
+                        max_fail, batch_max_fail)
+
+
 def fleet_versions(installed):
     """The versions a fleet report shows, from tfprov.gpu.installed_stack's fact: None where nothing is there."""
     installed = installed or {}
@@ -91,4 +103,4 @@ def fleet_versions(installed):
 class FilterModule(object):
     def filters(self):
         return {"fleet_serial": fleet_serial, "fleet_batches": fleet_batches, "fleet_budget": fleet_budget,
-                "fleet_versions": fleet_versions}
+                "fleet_stop_reason": fleet_stop_reason, "fleet_versions": fleet_versions}

@@ -13,8 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
+import re
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.tfprov.gpu.plugins.module_utils import tf_cluster as cluster
+
+_ENDPOINT = re.compile(r"^\[?(?P<host>.*?)\]?:(?P<port>[0-9]+)$")
 
 
 def tf_cluster(hostvars, groups, strategy="multi_worker_mirrored"):
@@ -40,9 +45,48 @@ def tf_config(plan, host):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def tf_endpoint(address):
+    """"host:port" or "[v6 address]:port" (a plan's task address) -> {"host": ..., "port": int}."""
+    found = _ENDPOINT.match(str(address))
+    if not found:
+        raise AnsibleFilterError("%r is not host:port or [address]:port" % (address,))
+    return {"host": found.group("host"), "port": int(found.group("port"))}
+
+
+def _is_address(host):
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _member_hosts(plan):
+    hosts = [tf_endpoint(plan["tasks"][member]["address"])["host"] for member in plan["members"]]
+    return list(dict.fromkeys(hosts))
+
+
+def tf_member_names(plan):
+    """The members given by name, not address: what the node resolves before its firewall can name them."""
+    return [host for host in _member_hosts(plan) if not _is_address(host)]
+
+
+def tf_member_addresses(plan, resolved=()):
+    """Every member's address, once: those the plan gives as addresses, then those the names resolved to.
+    resolved: the results of `getent ahosts NAME` for tf_member_names (each with stdout_lines; the address is the
+    first field of a line)."""
+    found = [host for host in _member_hosts(plan) if _is_address(host)]
+    for result in resolved or ():
+        found += [line.split()[0] for line in (result or {}).get("stdout_lines") or [] if line.strip()]
+    return list(dict.fromkeys(found))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "tf_cluster": tf_cluster,
             "tf_config": tf_config,
+            "tf_endpoint": tf_endpoint,
+            "tf_member_names": tf_member_names,
+            "tf_member_addresses": tf_member_addresses,
         }

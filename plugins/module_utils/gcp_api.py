@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A small client for the GCP REST APIs tfprov calls itself (preflight, TPU VMs, bucket location).
+"""tfprov's one client for the GCP REST APIs it calls itself (preflight, nodes, networks, TPU VMs, stopping a VM to
+bake it, bucket location, model downloads from gs://): credentials, errors, pagination and operations in one place.
 
 Credentials come only from the standard places: GCP_SERVICE_ACCOUNT_FILE (the google.cloud collection's variable)
 or Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's ADC file, the VM's service account).
@@ -83,7 +84,7 @@ class GcpApi(object):
         self.session = session
         self.sleep = sleep
 
-    def _call(self, method, url, allow_404=False, **kwargs):
+    def _call(self, method, url, allow_404=False, raw=False, **kwargs):
         try:
             response = self.session.request(method, url, timeout=60, **kwargs)
         except auth_exceptions.RefreshError:
@@ -93,6 +94,8 @@ class GcpApi(object):
             raise GcpApiError("cannot reach %s: %s" % (url.split("?")[0], exc)) from None
         if allow_404 and response.status_code == 404:
             return None
+        if raw and response.status_code < 400:
+            return response
         try:
             payload = response.json() if response.content else {}
         except ValueError:
@@ -105,6 +108,10 @@ class GcpApi(object):
 
     def get(self, url, params=None, allow_404=False):
         return self._call("GET", url, allow_404=allow_404, params=params)
+
+    def stream(self, url, params=None):
+        """A GET whose body is read by the caller (iter_content): object downloads."""
+        return self._call("GET", url, raw=True, params=params, stream=True)
 
     def get_all(self, url, params=None, key="items"):
         """Every item of a paged list (Compute API: items, nextPageToken)."""

@@ -301,13 +301,13 @@ def _describe(exc):
 
 
 class _GCS:
-    def __init__(self, src, endpoint, anonymous):
-        import google.auth
-        from google.auth.exceptions import GoogleAuthError
-        from google.auth.transport.requests import AuthorizedSession
-        from requests import RequestException
+    """gs:// through tfprov's one GCP client (gcp_api): its credentials, errors and pagination."""
 
-        self.src, self.errors = src, (GoogleAuthError, RequestException)
+    def __init__(self, src, endpoint, anonymous):
+        from ansible_collections.tfprov.gpu.plugins.module_utils import gcp_api
+        from google.auth.transport.requests import AuthorizedSession
+
+        self.src, self.gcp = src, gcp_api
         self.base = "{}/storage/v1/b/{}/o".format(endpoint.rstrip("/"), quote(src.bucket, safe=""))
         if anonymous:
             from google.auth.credentials import AnonymousCredentials
@@ -315,50 +315,42 @@ class _GCS:
             credentials = AnonymousCredentials()
         else:
             try:
-                credentials, _project = google.auth.default(scopes=[GCS_SCOPE])
-            except GoogleAuthError:
-                raise ModelSourceError(
-                    "model source {}: no Google credentials found (set GOOGLE_APPLICATION_CREDENTIALS or run "
-                    "'gcloud auth application-default login'; a public bucket can be read anonymously)".format(src)
-                ) from None
-        self.session = AuthorizedSession(credentials)
+                credentials = gcp_api.credentials([GCS_SCOPE])
+            except gcp_api.GcpApiError as exc:
+                raise ModelSourceError("model source {}: {} (a public bucket can be read anonymously)"
+                                       .format(src, exc)) from None
+        self.api = gcp_api.GcpApi(AuthorizedSession(credentials))
 
-    def _get(self, url, **kwargs):
-        try:
-            response = self.session.get(url, timeout=TIMEOUT, **kwargs)
-        except self.errors as exc:
-            raise ModelSourceError("model source {}: {}".format(self.src, _describe(exc))) from None
-        if response.status_code == 404 and "alt" not in kwargs.get("params", {}):
-            raise ModelSourceError("model source {}: bucket '{}' not found".format(self.src, self.src.bucket))
-        if response.status_code != 200:
-            try:
-                reason = response.json()["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                reason = response.reason
-            raise ModelSourceError("model source {}: HTTP {} {}".format(self.src, response.status_code, reason))
-        return response
+    def _fail(self, exc):
+        if exc.status == 404:
+            return ModelSourceError("model source {}: bucket '{}' not found".format(self.src, self.src.bucket))
+        return ModelSourceError("model source {}: {}".format(self.src, exc))
 
     def objects(self):
         params = {"prefix": self.src.prefix, "fields": "items(name,size,md5Hash,crc32c,generation),nextPageToken"}
-        while True:
-            page = self._get(self.base, params=params).json()
-            for item in page.get("items", []):
-                md5 = base64.b64decode(item["md5Hash"]).hex() if item.get("md5Hash") else None  # composite: none
-                yield {"key": item["name"], "size": int(item["size"]), "md5": md5,
-                       "tag": md5 or "{}:{}".format(item.get("generation", ""), item.get("crc32c", ""))}
-            if not page.get("nextPageToken"):
-                return
-            params["pageToken"] = page["nextPageToken"]
+        try:
+            items = self.api.get_all(self.base, params=params)
+        except self.gcp.GcpApiError as exc:
+            raise self._fail(exc) from None
+        for item in items:
+            md5 = base64.b64decode(item["md5Hash"]).hex() if item.get("md5Hash") else None  # composite: none
+            yield {"key": item["name"], "size": int(item["size"]), "md5": md5,
+                   "tag": md5 or "{}:{}".format(item.get("generation", ""), item.get("crc32c", ""))}
 
     def download(self, obj):
         url = "{}/{}".format(self.base, quote(obj["key"], safe=""))
-        response = self._get(url, params={"alt": "media"}, stream=True)
+        try:
+            response = self.api.stream(url, params={"alt": "media"})
+        except self.gcp.GcpApiError as exc:
+            raise ModelSourceError("model source {}: {}".format(self.src, exc)) from None
         return self._chunks(response), obj["md5"]
 
     def _chunks(self, response):
+        from requests import RequestException
+
         try:
             yield from response.iter_content(CHUNK)
-        except self.errors as exc:
+        except RequestException as exc:
             raise ModelSourceError("model source {}: {}".format(self.src, _describe(exc))) from None
         finally:
             response.close()

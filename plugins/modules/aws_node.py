@@ -11,7 +11,7 @@ short_description: Make sure one tfprov cluster node runs on EC2, trying the giv
 version_added: 1.3.0
 description:
   - Finds the node by its tags (C(Name) and C(tfprov:cluster)); when it exists nothing is created, and when it is
-    stopped (idle-stopped or by hand) it is started and RV(started) is true.
+    stopped (idle-stopped or by hand) it is started and RV(was_stopped) is true.
   - Otherwise runs one instance in the first zone, and on C(InsufficientInstanceCapacity) in the next one, and says
     which zone was used. M(amazon.aws.ec2_instance) is not used for this because it retries that error with a
     backoff of minutes in the same zone, and has no Spot market option.
@@ -66,7 +66,8 @@ instance:
   type: dict
 zone: {description: The zone the node is in., returned: success, type: str}
 full_zones: {description: Zones tried first that had no capacity., returned: success, type: list}
-started: {description: The node was stopped and has been started., returned: success, type: bool}
+# Not `started`: async_status reserves that key (a result with it reads as a job still running).
+was_stopped: {description: The node was stopped and has been started., returned: success, type: bool}
 """
 
 import hashlib
@@ -214,15 +215,15 @@ def main():
             # Idle-stopped or stopped by hand: a cluster built without it would silently be smaller.
             found = summary(existing)
             if module.check_mode:
-                module.exit_json(changed=True, started=True, instance=found, zone=found["zone"], full_zones=[])
-            module.exit_json(changed=True, started=True, instance=start(ec2, existing["InstanceId"]),
+                module.exit_json(changed=True, was_stopped=True, instance=found, zone=found["zone"], full_zones=[])
+            module.exit_json(changed=True, was_stopped=True, instance=start(ec2, existing["InstanceId"]),
                              zone=found["zone"], full_zones=[])
         if existing:
             found = summary(existing)
-            module.exit_json(changed=False, started=False, instance=found, zone=found["zone"], full_zones=[])
+            module.exit_json(changed=False, was_stopped=False, instance=found, zone=found["zone"], full_zones=[])
         inst, zone, full = place(module, ec2, runner)
         if inst is None:  # check mode
-            module.exit_json(changed=True, started=False, instance={}, zone=zone, full_zones=full)
+            module.exit_json(changed=True, was_stopped=False, instance={}, zone=zone, full_zones=full)
         if module.params["wait"]:
             ec2.get_waiter("instance_running").wait(InstanceIds=[inst["InstanceId"]],
                                                     WaiterConfig={"Delay": 5, "MaxAttempts": 60})
@@ -232,7 +233,7 @@ def main():
                                                           exc.response.get("Error", {}).get("Message", "")))
     except (BotoCoreError, WaiterError) as exc:
         module.fail_json(msg="EC2 call for %s failed: %s" % (module.params["name"], exc))
-    module.exit_json(changed=True, started=False, instance=summary(inst), zone=zone, full_zones=full)
+    module.exit_json(changed=True, was_stopped=False, instance=summary(inst), zone=zone, full_zones=full)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,9 @@ def decide(now: datetime, previous: dict, read: dict, minutes: float) -> dict:
             "stop_due": bool(since) and idle_minutes >= minutes}
 
 
+# The one GCP call made on the node itself, with the standard library: the node's system Python has no google-auth
+# (tfprov's GCP client, plugins/module_utils/gcp_api.py, runs on the controller), and the VM's own token comes from
+# the metadata server, which needs no credentials library.
 def metadata(path: str, base: str) -> str:
     request = urllib.request.Request(f"{base}/{path}", headers={"Metadata-Flavor": "Google"})
     with urllib.request.urlopen(request, timeout=10) as response:

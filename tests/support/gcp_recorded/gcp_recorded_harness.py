@@ -171,6 +171,8 @@ def environment(recording, directory, key_file=None):
     env[ENV_RUN_DIR] = str(directory)
     env["NO_GCE_CHECK"] = "true"  # google-auth: do not probe the metadata server for ADC
     env["HOME"] = str(directory)  # no gcloud ADC file of the operator is read
+    # Where `up`'s parallel node jobs leave their results: async_status expands `~` from the account, not HOME.
+    env["ANSIBLE_ASYNC_DIR"] = os.path.join(str(directory), ".ansible_async")
     for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GCP_SERVICE_ACCOUNT_FILE", "GCP_AUTH_KIND"):
         env.pop(name, None)
     if key_file:

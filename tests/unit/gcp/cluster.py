@@ -67,11 +67,11 @@ def offerings(offered=("nvidia-tesla-t4",), zones=ZONES):
 IMAGE = f"{shapes.COMPUTE}/projects/debian-cloud/global/images/family/debian-12"
 
 
-def quotas(t4_limit=8, t4_usage=0, all_regions=16):
+def quotas(t4_limit=8, t4_usage=0, all_regions=16, preemptible_t4=0):
+    rows = {"NVIDIA_T4_GPUS": (t4_limit, t4_usage), "CPUS": (96, 0), "PREEMPTIBLE_NVIDIA_T4_GPUS": (preemptible_t4, 0)}
     return [
         shapes.call("GET", IMAGE, {"kind": "compute#image", "name": "debian-12-bookworm-v20261110", "labels": {}}),
-        shapes.call("GET", f"{BASE}/regions/{REGION}",
-                    shapes.region(PROJECT, REGION, {"NVIDIA_T4_GPUS": (t4_limit, t4_usage), "CPUS": (96, 0)})),
+        shapes.call("GET", f"{BASE}/regions/{REGION}", shapes.region(PROJECT, REGION, rows)),
         shapes.call("GET", BASE, shapes.project_info(PROJECT, {"GPUS_ALL_REGIONS": (all_regions, 0)})),
     ]
 

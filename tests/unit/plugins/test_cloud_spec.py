@@ -5,7 +5,12 @@ import time
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.tfprov.gpu.plugins.filter.cloud import FilterModule, cloud_spec, instance_gpu
+from ansible_collections.tfprov.gpu.plugins.filter.cloud import (
+    FilterModule,
+    cloud_node_records,
+    cloud_spec,
+    instance_gpu,
+)
 from ansible_collections.tfprov.gpu.plugins.module_utils.cloud_spec import SpecError, load, normalize
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import load_matrix
 
@@ -150,7 +155,7 @@ def test_the_filter_takes_a_path_and_says_cluster_spec_on_refusal(tmp_path):
     assert len(cloud_spec(str(path), "aws")["nodes"]) == 4
     with pytest.raises(AnsibleFilterError, match="cluster spec: disk_gb is 10"):
         cloud_spec(spec(AWS, disk_gb=10))
-    assert set(FilterModule().filters()) == {"cloud_spec", "instance_gpu"}
+    assert set(FilterModule().filters()) == {"cloud_spec", "instance_gpu", "cloud_node_records"}
 
 
 @pytest.mark.parametrize(("value", "provider", "expected"), [
@@ -193,3 +198,24 @@ def test_idle_stop_leaves_ps_and_serving_nodes_alone_unless_the_spec_asks():
     asked = normalize(spec(AWS, idle_stop_roles=["serving", "ps", "ps"]), MATRIX, "aws")
     assert asked["idle_stop_roles"] == ["ps", "serving"]
 
+
+
+def _answer(name, **result):
+    node = {"name": name, "type": "g4dn.xlarge", "role": "worker", "gpu_model": "t4", "gpu_count": 1}
+    return dict(result, cloud_nodes_job={"cloud_nodes_node": node})
+
+
+def test_cloud_node_records_tell_made_started_existing_and_planned_nodes_apart():
+    running = {"id": "i-1", "state": "running", "address": "", "private_address": "10.0.0.5"}
+    records = cloud_node_records([
+        _answer("made", changed=True, was_stopped=False, instance=running, zone="us-east-1b",
+                full_zones=["us-east-1a"]),
+        _answer("woken", changed=True, was_stopped=True, instance=running, zone="us-east-1a", full_zones=[]),
+        _answer("kept", changed=False, was_stopped=False, instance=running, zone="us-east-1a", full_zones=[]),
+        _answer("planned", changed=True, was_stopped=False, instance={}, zone="us-east-1a", full_zones=[]),
+    ], "aws")
+    assert [(r["created"], r["started"]) for r in records.values()] == [(True, False), (False, True), (False, False),
+                                                                         (True, False)]
+    assert records["made"]["full_zones"] == ["us-east-1a"] and records["made"]["private_address"] == "10.0.0.5"
+    assert records["planned"]["state"] == "would be created" and records["planned"]["id"] == ""
+    assert records["kept"]["provider"] == "aws" and records["kept"]["gpu_model"] == "t4"

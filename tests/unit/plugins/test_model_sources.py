@@ -311,5 +311,6 @@ def test_gcs_without_credentials_says_what_to_do(monkeypatch):
         raise DefaultCredentialsError("none")
 
     monkeypatch.setattr(google.auth, "default", no_credentials)
-    with pytest.raises(ModelSourceError, match="gs://models/digits: no Google credentials found"):
+    with pytest.raises(ModelSourceError,
+                       match="gs://models/digits: no GCP credentials found: set GOOGLE_APPLICATION_CREDENTIALS"):
         list_files("gs://models/digits", gcs_endpoint="http://127.0.0.1:9")

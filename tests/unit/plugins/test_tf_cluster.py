@@ -4,7 +4,12 @@ import random
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.tfprov.gpu.plugins.filter.tf_cluster import FilterModule
+from ansible_collections.tfprov.gpu.plugins.filter.tf_cluster import (
+    FilterModule,
+    tf_endpoint,
+    tf_member_addresses,
+    tf_member_names,
+)
 from ansible_collections.tfprov.gpu.plugins.module_utils.tf_cluster import TfClusterError, cluster_plan, tf_config
 
 MWMS, PS = "multi_worker_mirrored", "parameter_server"
@@ -250,3 +255,25 @@ def test_a_stopped_ps_under_mwms_takes_no_part_and_is_not_refused():
     hosts = local("n-1", "n-2")
     hosts["n-2"]["tfprov_node_state"] = "stopped"
     assert cluster_plan(hosts, groups(["n-1"], [], ["n-2"]), MWMS)["ignored"] == ["n-2"]
+
+
+@pytest.mark.parametrize("address, host, port", [("10.0.0.5:2222", "10.0.0.5", 2222),
+                                                 ("[fd00::5]:2223", "fd00::5", 2223),
+                                                 ("chief.lan:2222", "chief.lan", 2222)])
+def test_an_endpoint_splits_into_host_and_port(address, host, port):
+    assert tf_endpoint(address) == {"host": host, "port": port}
+
+
+def test_an_endpoint_without_a_port_is_refused():
+    with pytest.raises(AnsibleFilterError, match="is not host:port"):
+        tf_endpoint("10.0.0.5")
+
+
+def test_member_addresses_are_the_given_ones_then_the_resolved_names_once_each():
+    tasks = {"a": "10.0.0.5:2222", "b": "[fd00::5]:2222", "c": "worker.lan:2222", "d": "10.0.0.5:2223", "e": "x:1"}
+    plan = {"members": ["a", "b", "c", "d"], "tasks": {host: {"address": addr} for host, addr in tasks.items()}}
+    assert tf_member_names(plan) == ["worker.lan"]
+    getent = [{"stdout_lines": ["10.0.0.7      STREAM worker.lan", "10.0.0.7      DGRAM", "", "10.0.0.5      RAW"]},
+              {"skipped": True}]
+    assert tf_member_addresses(plan, getent) == ["10.0.0.5", "fd00::5", "10.0.0.7"]
+    assert tf_member_addresses(plan) == ["10.0.0.5", "fd00::5"]

@@ -4,6 +4,7 @@ from ansible_collections.tfprov.gpu.plugins.filter.fleet import (
     fleet_batches,
     fleet_budget,
     fleet_serial,
+    fleet_stop_reason,
     fleet_versions,
 )
 
@@ -62,3 +63,16 @@ def test_versions_keep_what_the_report_shows():
     assert fleet_versions(installed) == {"tensorflow": "2.21.0", "cuda": "12.5.82", "cudnn": None, "driver": None,
                                          "python": "3.11.2"}
     assert fleet_versions(None)["tensorflow"] is None
+
+
+def test_stop_reason_counts_rescued_and_unreachable_nodes_of_the_fleet_and_of_this_batch():
+    hostvars = {host: {"__fleet_batch": batch} for host, batch in zip(HOSTS, [0, 1, 1, 2, 2, 2], strict=True)}
+    hostvars["n2"]["__fleet_failure"] = "quick GPU check failed"
+    assert fleet_stop_reason(hostvars, HOSTS, HOSTS, 1, max_fail=1, batch_max_fail=50) == ""
+    # n3 unreachable: gone from the play's active hosts, failed like n2; batch 1 is then 2 of 2
+    stop = fleet_stop_reason(hostvars, HOSTS, [h for h in HOSTS if h != "n3"], 1, max_fail=2, batch_max_fail=50)
+    assert stop == "2 of 2 host(s) of this batch failed, over tfprov_fleet_batch_max_fail 50%"
+    over = fleet_stop_reason(hostvars, HOSTS, [h for h in HOSTS if h != "n3"], 1, max_fail=1, batch_max_fail=100)
+    assert over.startswith("2 host(s) failed, over the fleet's budget of 1")
+    # an earlier batch's failure counts for the fleet, not for this batch
+    assert fleet_stop_reason(hostvars, HOSTS, HOSTS, 2, max_fail=1, batch_max_fail=0) == ""
