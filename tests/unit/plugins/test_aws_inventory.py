@@ -43,3 +43,62 @@ def test_the_plugin_is_amazon_aws_ec2_under_tfprov_name():
 
     assert issubclass(InventoryModule, Stock) and InventoryModule.NAME == "tfprov.gpu.aws_ec2"
     assert InventoryModule().verify_file.__func__ is Stock.verify_file  # same *.aws_ec2.yml file names
+
+
+def test_the_plugin_overrides_only_the_public_parse_of_amazon_aws_ec2():
+    own = {name for name, value in vars(InventoryModule).items() if callable(value) and not name.startswith("__")}
+    assert own == {"parse"}
+
+
+def test_the_documentation_parses_and_raw_hostvars_defaults_to_all():
+    import yaml
+    from ansible_collections.tfprov.gpu.plugins.inventory import aws_ec2
+
+    options = yaml.safe_load(aws_ec2.DOCUMENTATION)["options"]
+    assert options["raw_hostvars"]["default"] == [] and options["hostvars_prefix"]["type"] == "str"
+
+
+def _parsed(monkeypatch, listed, **options):
+    """Our parse over what the stock parse would have added (listed: host name -> its host vars), beside a host
+    of another inventory source."""
+    from ansible.inventory.data import InventoryData
+    from ansible_collections.amazon.aws.plugins.inventory.aws_ec2 import InventoryModule as Stock
+
+    inventory = InventoryData()
+    inventory.add_host("local-node")
+    inventory.set_variable("local-node", "tags", {"tfprov:cluster": "other"})
+
+    def stock_parse(self, inventory, loader, path, cache=True):
+        self.inventory = inventory
+        for name, variables in listed.items():
+            inventory.add_host(name)
+            for key, value in variables.items():
+                inventory.set_variable(name, key, value)
+
+    monkeypatch.setattr(Stock, "parse", stock_parse)
+    plugin = InventoryModule()
+    settings = {"raw_hostvars": [], "compose": {}, "hostvars_prefix": "", "hostvars_suffix": ""} | options
+    monkeypatch.setattr(plugin, "get_option", lambda name: settings.get(name), raising=False)
+    plugin.parse(inventory, None, "demo.aws_ec2.yml")
+    return inventory
+
+
+def test_parse_adds_the_contract_to_the_hosts_it_listed_only_and_trims_raw_vars(monkeypatch):
+    inventory = _parsed(monkeypatch, {"demo-worker-0_i-1": host(), "plain_i-2": {"instance_type": "m5.large"}},
+                        raw_hostvars=["instance_type"], compose={"my_var": "instance_type"})
+    worker = inventory.get_host("demo-worker-0_i-1")
+    assert worker.vars["tfprov_gpu_model"] == "a100_40gb" and worker.vars["tfprov_tf_port"] == 2300
+    assert "tags" not in worker.vars and worker.vars["instance_type"] == "p4d.24xlarge"
+    assert "demo-worker-0_i-1" in [h.name for h in inventory.groups["gpu_a100"].get_hosts()]
+    assert "tfprov_cluster" not in inventory.get_host("plain_i-2").vars  # not tfprov's: untouched but trimmed
+    assert "tfprov_cluster" not in inventory.get_host("local-node").vars  # another source's host: untouched
+    assert inventory.get_host("local-node").vars["tags"] == {"tfprov:cluster": "other"}
+
+
+def test_parse_reads_raw_vars_under_a_prefix_and_suffix_and_keeps_composed_ones(monkeypatch):
+    listed = {"n_i-1": {f"ec2_{key}_x": value for key, value in host().items()} | {"mine": "kept"}}
+    inventory = _parsed(monkeypatch, listed, hostvars_prefix="ec2_", hostvars_suffix="_x",
+                        raw_hostvars=["ec2_placement_x"], compose={"mine": "1"})
+    found = inventory.get_host("n_i-1").vars
+    assert found["tfprov_node_role"] == "worker" and found["tfprov_zone"] == "us-east-1b"
+    assert set(found) - {k for k in found if k.startswith("tfprov_")} == {"ec2_placement_x", "mine", "ansible_host"}
