@@ -46,7 +46,8 @@ images: engine
 serving-image: images wheelhouse
 	$(BIN)/tfprov images --serving
 
-demo: images
+# Only the image the demo's node uses (bookworm): `tfprov up local` builds it on first use.
+demo: engine
 	$(BIN)/tfprov up local --nodes 1
 	$(BIN)/tfprov run node -i inventories/local.docker_containers.yml
 

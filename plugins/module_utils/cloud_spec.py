@@ -387,5 +387,7 @@ def load(path):
                         % (path, exc.strerror)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = " at line %d" % (mark.line + 1) if mark else ""
-        raise SpecError("cluster spec %s is not valid YAML%s: fix the file" % (path, where)) from None
+        where = " at line %d, column %d" % (mark.line + 1, mark.column + 1) if mark else ""
+        problem = getattr(exc, "problem", None)
+        raise SpecError("cluster spec %s is not valid YAML%s%s: fix the file"
+                        % (path, where, ": " + problem if problem else "")) from None

@@ -25,8 +25,8 @@ def check_table(found: dict[str, dict]) -> Table:
     """One row per device: what TensorFlow ran there, how fast, and how close to NumPy's product."""
     out = Table(title="GPU check: one matmul per device TensorFlow sees (the full sweep: tfprov bench)",
                 title_justify="left")
-    for column in ("host", "TensorFlow", "device", "N", "GFLOP/s", "vs NumPy", "result"):
-        out.add_column(column, justify="right" if column in ("N", "GFLOP/s", "vs NumPy") else "left")
+    for column in ("host", "TensorFlow", "device", "N", "GFLOP/s", "error vs NumPy (relative)", "result"):
+        out.add_column(column, justify="right" if column in ("N", "GFLOP/s", "error vs NumPy (relative)") else "left")
     for host, check in sorted(found.items()):
         version = check.get("tensorflow", {}).get("version", "?")
         for row in check.get("results", []):

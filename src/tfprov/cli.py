@@ -33,14 +33,14 @@ from .local import faults as local_faults
 from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
-from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped
+from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped, print_refused
 from .progress import Progress
 from .project import project_root
 from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
 from .runner import RunOptions, run_plan
 
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
-_STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
+_STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red", "not reached": "yellow"}
 CLUSTER_PLAYBOOK = "cluster.yml"
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 
@@ -209,9 +209,9 @@ def durations_table(report: dict) -> Table:
     return table
 
 
-def job_extravars(args, plan: plan_mod.Plan) -> dict:
+def job_extravars(args, plan: plan_mod.Plan, extra: dict | None = None) -> dict:
     """--job, --job-arg and --strategy as the extra vars the dist_tf_cluster role reads; only for plans that run
-    cluster.yml, and only the ones given (so -e can still set the others)."""
+    cluster.yml, and only the ones given (so -e can still set the others). extra: the -e vars."""
     given = {"--job": getattr(args, "job", None), "--job-arg": getattr(args, "job_arg", None),
              "--strategy": getattr(args, "strategy", None)}
     given = {flag: value for flag, value in given.items() if value is not None}
@@ -230,6 +230,11 @@ def job_extravars(args, plan: plan_mod.Plan) -> dict:
             raise TfprovError(f"--job {path} is a directory without a Python script (.py)")
         found["dist_tf_cluster_job"] = str(path.resolve())
     if "--job-arg" in given:
+        if "--job" not in given and not (extra or {}).get("dist_tf_cluster_job"):
+            # The built-in check would run and the arguments would be dropped without a word.
+            raise TfprovError("--job-arg is for your own job: give it with --job FILE (the built-in distributed "
+                              "check takes no arguments; its steps and batch are -e dist_tf_cluster_check_steps / "
+                              "dist_tf_cluster_check_batch)")
         found["dist_tf_cluster_job_args"] = list(given["--job-arg"])
     if "--strategy" in given:
         found["tfprov_dist_strategy"] = given["--strategy"]
@@ -240,7 +245,8 @@ def cmd_run(args, out: Console) -> int:
     root = project_root()
     plan = plan_mod.resolve(args.name, root)
     # The dedicated flags win over -e: they are the more specific way to say the same thing.
-    variables = extravars.parse(args.extra_vars) | job_extravars(args, plan)
+    variables = extravars.parse(args.extra_vars)
+    variables |= job_extravars(args, plan, variables)
     if args.retry_failed and not retry.apply(args, root, plan.name, DEFAULT_INVENTORY,
                                              lambda line: out.print(line, highlight=False)):
         return 0
@@ -263,6 +269,7 @@ def cmd_run(args, out: Console) -> int:
                   f"{' with --limit ' + report['limit'] if report['limit'] else ''}: "
                   "is the local cloud up (tfprov up local)?", highlight=False)
     print_playbook_stopped(report)
+    print_refused(report)
     benches = bench.results(report)
     if benches:
         out.print(bench.table(benches))

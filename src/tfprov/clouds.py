@@ -18,7 +18,7 @@ from rich.table import Table
 
 from . import cloud_inventory
 from . import plan as plan_mod
-from .errors import EXIT_BAD_INPUT, EXIT_OK, TfprovError
+from .errors import EXIT_OK, TfprovError
 from .progress import Progress
 from .project import ensure_collection_link, project_root
 from .runner import RunOptions, run_plan
@@ -160,10 +160,10 @@ def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict 
     if report["rc"] != EXIT_OK:
         message = first_failure(report) or next(
             (line for step in report.get("steps", []) for line in step.get("errors", [])), report["status"])
-        # The first play of nodes_up / nodes_down only resolves or finds: a failure there is a refusal before
-        # anything was created or removed.
-        refused = len(report.get("plays", [])) <= 1
-        code = EXIT_BAD_INPUT if refused and report["status"] == "failed" else report["rc"]
+        # The first play of nodes_up / nodes_down only resolves or finds (plans.yml: checks_first): a failure there
+        # is a refusal before anything was created or removed, and report.json says so too (status refused, rc 2).
+        refused = report["status"] in ("refused", "bad input")
+        code = report["rc"]
         where = ("nothing was created" if verb == "up" else "nothing was removed") if refused else \
             f"report: {run_dir / 'report.json'}"
         raise CloudRunFailed(f"tfprov {verb} {provider} refused: {message} ({where})" if refused else

@@ -13,7 +13,6 @@ from rich.table import Table
 TYPE_ORDER = ("chief", "worker", "ps", "evaluator")
 REPORT_PREFIX = '{"tfprov_dist_check"'
 FAILED_LOG_LINES = 10
-_LINE_CHARS = 100
 
 
 def _task_key(task: str) -> tuple[int, int, str]:
@@ -53,20 +52,18 @@ def _exit(row: dict) -> str:
     return f"exit {row['exit_status']}" if row.get("exit_status") is not None else "-"
 
 
-def _short(line: str) -> str:
-    return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS - 1] + "…"
-
-
 def last_line(row: dict) -> str:
     """The newest log line that is not the check's JSON report (that one has a table of its own)."""
     lines = [line for line in row.get("log_tail") or [] if line.strip() and not line.startswith(REPORT_PREFIX)]
-    return _short(lines[-1]) if lines else ""
+    return lines[-1] if lines else ""
 
 
 def task_table(rows: list[dict]) -> Table:
     out = Table(title="distributed job: every task of the cluster", title_justify="left")
     for column in ("task", "host", "runs", "result", "exit", "seconds", "restarts", "last log line"):
-        out.add_column(column, justify="right" if column in ("seconds", "restarts") else "left")
+        # The last log line whole, folded over as many lines as it needs: a printed digest must stay readable.
+        out.add_column(column, justify="right" if column in ("seconds", "restarts") else "left",
+                       overflow="fold" if column == "last log line" else "ellipsis")
     for row in rows:
         runs = f"job {row.get('job') or ''}".strip() if row["kind"] == "job" else "tf.distribute.Server"
         seconds = f"{row['seconds']:.1f}" if isinstance(row.get("seconds"), int | float) else "-"
@@ -83,7 +80,7 @@ def failure_lines(rows: list[dict], limit: int = FAILED_LOG_LINES) -> list[str]:
         unit = row.get("unit") or row["kind"]
         what = f"{row.get('task', '?')} on {row['host']} ({unit}): {row.get('state')}, {_exit(row)}"
         out.append(f"{what}; its last {len(tail)} log line(s):" if tail else f"{what}; no log lines")
-        out += [f"  {_short(line)}" for line in tail]
+        out += [f"  {line}" for line in tail]
     return out
 
 
@@ -131,7 +128,7 @@ def check_table(found: dict) -> Table:
     participants = ", ".join(check.get("participants") or [])
     rows = [
         ("strategy", escape(str(check.get("strategy", "?")))),
-        ("workers", str(check.get("workers", "?"))),
+        ("workers", str(check.get("workers", "- (the check ended before it counted them)"))),
         ("steps", f"{check.get('steps', '?')} (batch {check.get('batch_per_worker', '?')} per worker)"),
         ("loss first -> last", f"[{loss_style}]{_number(check.get('loss_first'), '{:.4f}')} -> "
                                f"{_number(check.get('loss_last'), '{:.4f}')}[/{loss_style}]"),

@@ -14,7 +14,8 @@ EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES = {
     EXIT_OK: "success",
     EXIT_INTERNAL: "internal error: a bug (traceback in .tfprov/logs/), or ansible-playbook stopped on its own",
-    EXIT_BAD_INPUT: "bad input, refused before any host was worked on: one line on stderr says what to fix",
+    EXIT_BAD_INPUT: "bad input, refused before any change (by tfprov, ansible-playbook or the run's checking plays): "
+                    "one line on stderr says what to fix",
     EXIT_NO_HOSTS: "no host matched the inventory and --limit",
     EXIT_HOST_FAILED: "one or more hosts failed",
     EXIT_UNREACHABLE: "one or more hosts unreachable (and none failed)",

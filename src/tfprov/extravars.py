@@ -22,6 +22,13 @@ def _mapping(value: object, origin: str) -> dict:
     return value
 
 
+def _where(exc: yaml.YAMLError) -> str:
+    """' at line L, column C: the parser's problem', as far as the parser says."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return where + (f": {problem}" if problem else "")
+
+
 def parse_one(arg: str) -> dict:
     if arg.startswith("@"):
         path = Path(arg[1:])
@@ -30,12 +37,12 @@ def parse_one(arg: str) -> dict:
         try:
             return _mapping(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
         except yaml.YAMLError as exc:
-            raise TfprovError(f"extra vars file {path}: not valid YAML/JSON") from exc
+            raise TfprovError(f"extra vars file {path}: not valid YAML/JSON{_where(exc)}") from exc
     if arg.lstrip().startswith("{"):
         try:
             return _mapping(yaml.safe_load(arg), repr(arg))
         except yaml.YAMLError as exc:
-            raise TfprovError(f"extra vars {arg!r}: not valid YAML/JSON") from exc
+            raise TfprovError(f"extra vars {arg!r}: not valid YAML/JSON{_where(exc)}") from exc
     try:
         tokens = shlex.split(arg)
     except ValueError as exc:

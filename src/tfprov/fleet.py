@@ -17,7 +17,7 @@ from . import extravars, retry
 from . import plan as plan_mod
 from .errors import TfprovError
 from .fleet_drift import show_problems
-from .options import DEFAULT_INVENTORY, positive
+from .options import DEFAULT_INVENTORY, positive, print_refused
 from .progress import Progress
 from .project import project_root
 from .runner import RunOptions, run_plan
@@ -153,6 +153,7 @@ def run(args, out: Console) -> int:
     if stop_reason(found):
         out.print(f"[red]{escape(stop_reason(found))}[/red]", highlight=False)
     show_problems(report, out)
+    print_refused(report)
     path = write_json(found, report, run_dir / "fleet" / "update.json")
     out.print(f"fleet update: {path}", highlight=False)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)

@@ -141,7 +141,7 @@ def table(found: list[dict], now: datetime | None = None) -> Table:
     out = Table(title=f"tfprov fleet status: {len(found)} host{'s' if len(found) != 1 else ''}", title_justify="left")
     for column in ("host", "TensorFlow", "Python", "CUDA", "cuDNN", "driver", "last run", "last bench", "idle"):
         out.add_column(column)
-    style = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red"}
+    style = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red", "not reached": "yellow"}
     for row in found:
         run = row["last_run"]
         run_text = "-"

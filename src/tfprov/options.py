@@ -26,6 +26,17 @@ positive = whole_number(1, "must be at least 1")  # forks, node counts
 count = whole_number(0, "must be 0 or more")  # runs kept, milliseconds
 
 
+def print_refused(report: dict) -> None:
+    """A run refused within its checking plays (status refused): one line, the first reason, and that nothing
+    changed."""
+    if report["status"] != "refused":
+        return
+    reason = next((f"{name}: {failure['message']}" for name, host in report["hosts"].items()
+                   for failure in host["failed_tasks"]), "see the report")
+    print(f"tfprov: error: refused before any change: {reason} (no host was changed; fix the setting and run "
+          f"again)", file=sys.stderr)
+
+
 def print_playbook_stopped(report: dict) -> None:
     """When ansible-playbook refused or crashed outside any host's task, its first error is the one line."""
     if report["status"] not in ("bad input", "error"):

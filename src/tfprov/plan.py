@@ -26,6 +26,9 @@ class Plan:
     name: str
     description: str
     steps: tuple[Step, ...]
+    # How many of its first plays only check and resolve (plans.yml's checks_first): a run that fails there,
+    # with no host changed, was refused before any change (exit 2), not a host failing (exit 4).
+    checks_first: int = 0
 
     def missing(self) -> list[Step]:
         return [s for s in self.steps if not s.exists]
@@ -51,7 +54,8 @@ def resolve(name: str, root: Path, plans: dict[str, dict] | None = None) -> Plan
         raise TfprovError(f"unknown plan '{name}'; known plans: {', '.join(sorted(plans))}")
     spec = plans[name]
     steps = tuple(Step(root / "playbooks" / p) for p in spec["steps"])
-    return Plan(name=name, description=spec["description"], steps=steps)
+    return Plan(name=name, description=spec["description"], steps=steps,
+                checks_first=int(spec.get("checks_first", 0)))
 
 
 _ROLE_TASKS = ("ansible.builtin.include_role", "include_role", "ansible.builtin.import_role", "import_role")
@@ -61,6 +65,29 @@ def _role_entry(args: dict) -> str:
     """'role' for its main entry point, 'role:entry' for another one (the resolve play uses each role's 'resolve')."""
     entry = args.get("tasks_from")
     return f"{args['name']}:{entry}" if entry and entry != "main" else str(args["name"])
+
+
+_TASK_IMPORTS = ("ansible.builtin.import_tasks", "import_tasks")
+
+
+def _task_roles(tasks, base: Path, seen: tuple[Path, ...] = ()) -> list[str]:
+    """The roles a play's tasks include, in order, through blocks and static task imports (playbooks/tasks/...)."""
+    found = []
+    for task in tasks or []:
+        if not isinstance(task, dict):
+            continue
+        found += [_role_entry(task[key]) for key in _ROLE_TASKS if isinstance(task.get(key), dict)
+                  and "name" in task[key]]
+        for part in ("block", "rescue", "always"):
+            found += _task_roles(task.get(part), base, seen)
+        target = next((task[key] for key in _TASK_IMPORTS if isinstance(task.get(key), str)), None)
+        path = (base / target).resolve() if target and "{{" not in target else None
+        if path and path.is_file() and path not in seen:
+            try:
+                found += _task_roles(yaml.safe_load(path.read_text(encoding="utf-8")), base, (*seen, path))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue  # the listing is a description: ansible-playbook reports a broken file itself
+    return found
 
 
 _HOSTS_VAR = re.compile(r"""^\{\{\s*(\w+)\s*\|\s*default\(\s*['"]([^'"]*)['"]\s*\)\s*\}\}$""")
@@ -101,8 +128,9 @@ def describe_playbook(path: Path, _importing: tuple[Path, ...] = (), _vars: dict
             lines += describe_playbook(path.parent / target, (*_importing, path), play.get("vars") or {})
             continue
         roles = [r.get("role") or r.get("name") if isinstance(r, dict) else r for r in play.get("roles") or []]
-        roles += [_role_entry(task[key]) for task in play.get("tasks") or [] for key in _ROLE_TASKS
-                  if isinstance(task, dict) and isinstance(task.get(key), dict) and "name" in task[key]]
+        for section in ("pre_tasks", "tasks", "post_tasks"):
+            roles += _task_roles(play.get(section), path.parent)
+        roles = list(dict.fromkeys(roles))  # a role used twice (a fallback path) is listed once
         suffix = f"  [roles: {', '.join(map(str, roles))}]" if roles else ""
         lines.append(f"{_hosts(play.get('hosts', '?'), _vars or {})}: {play.get('name', 'unnamed play')}{suffix}")
     return lines

@@ -28,6 +28,13 @@ def _message(res: dict) -> str:
     Ansible folds some messages over several lines (argument validation: "Validation of arguments failed:\nvalue
     of ..."): a refusal must reach the user as one line.
     """
+    failed_items = [item for item in res.get("results") or [] if isinstance(item, dict) and item.get("failed")]
+    if failed_items:  # a loop: "One or more items failed" says nothing; the first failed item says why
+        return _message(failed_items[0])
+    if res.get("argument_errors"):  # a role's argument spec: the variable and what it allows, not Ansible's preamble
+        errors = "; ".join(" ".join(str(error).split()) for error in res["argument_errors"])
+        role = (res.get("validate_args_context") or {}).get("name")
+        return f"{role}: {errors}" if role else errors
     if res.get("msg"):
         return " ".join(str(res["msg"]).split())
     for key in ("stderr", "reason"):
@@ -133,6 +140,10 @@ class ReportBuilder:
             host["status"] = self.host_status(host)
             if name in self.host_data:
                 host["data"] = self.host_data[name]
+                # A host a rolling update never reached ran only its checks: "ok" would say it was updated.
+                fleet = host["data"].get("fleet") or {}
+                if fleet.get("result") == "not reached" and host["status"] in ("ok", "changed"):
+                    host["status"] = "not reached"
             hosts[name] = host
         return {
             "plan": self.plan,

@@ -137,11 +137,15 @@ def _scrub_command_file(artifacts: Path) -> None:
         path.write_text(json.dumps(record), encoding="utf-8")
 
 
-def outcome(hosts: dict, *, interrupted: bool, ansible_failed: bool, no_hosts: bool) -> tuple[str, int]:
-    """(status, exit code) of a run, most severe first; the codes are those of errors.py."""
+def outcome(hosts: dict, *, interrupted: bool, ansible_failed: bool, no_hosts: bool,
+            refused: bool = False) -> tuple[str, int]:
+    """(status, exit code) of a run, most severe first; the codes are those of errors.py.
+    refused: the run stopped within the plan's checking plays (checks_first) with no host changed."""
     if interrupted:
         return "interrupted", EXIT_INTERRUPTED
     if any(host["failures"] for host in hosts.values()):
+        if refused and not any(host["changed"] for host in hosts.values()):
+            return "refused", EXIT_BAD_INPUT
         return "failed", EXIT_HOST_FAILED
     if any(host["dark"] for host in hosts.values()):
         return "unreachable", EXIT_UNREACHABLE
@@ -228,6 +232,7 @@ def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, 
         planned_plays=sum(len(describe_playbook(step.playbook)) for step in plan.steps),
     )
     result["status"], result["rc"] = outcome(result["hosts"], interrupted=interrupted,
-                                             ansible_failed=ansible_failed, no_hosts=no_hosts)
+                                             ansible_failed=ansible_failed, no_hosts=no_hosts,
+                                             refused=0 < len(result["plays"]) <= plan.checks_first)
     report_mod.write(result, run_dir / "report.json")
     return result, run_dir

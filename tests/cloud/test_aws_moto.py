@@ -72,11 +72,13 @@ def test_a_bad_spec_is_refused_in_one_line_before_anything_exists(capsys, ec2, w
     assert instances(ec2, "bad") == []
 
 
-def test_missing_credentials_are_refused_naming_what_to_set(capsys, ec2, write_spec, monkeypatch):
+def test_missing_credentials_are_refused_naming_what_to_set(capsys, ec2, write_spec, monkeypatch, tmp_path):
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     rc, _, err = tfprov(capsys, "up", "aws", "--spec", write_spec("nocreds"))
     assert rc == 2
+    report = json.loads(max((tmp_path / "runs").glob("*-nodes_up/report.json")).read_text())
+    assert (report["status"], report["rc"]) == ("refused", 2)  # the report agrees with the exit code
     line = error_line(err)
     assert "AWS_PROFILE" in line and "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in line
     assert "nothing was created" in line

@@ -85,7 +85,8 @@ def bad_models(tmp: Path) -> dict[str, tuple[dict, str]]:
 
 
 def assert_refused(proc, needle: str):
-    assert proc.returncode != 0, proc.stdout
+    assert proc.returncode == 2, proc.stdout  # refused before any change: bad input, not a host failing
+    assert "tfprov: error: refused before any change" in proc.stderr, proc.stderr
     failures = [line for line in proc.stdout.splitlines() if ": " in line and needle in line]
     assert failures, f"no line naming {needle!r}:\n{proc.stdout[-3000:]}\n{proc.stderr}"
 

@@ -86,6 +86,13 @@ CASES = {
                               "fingerprint is empty"),
     "Miniconda checksum malformed": ({"tfprov_tf_manager": "conda", "miniconda_checksum": "md5:abc"},
                                      "no sha256 for Miniconda|miniconda_checksum"),
+    "wheelhouse that is not there": ({"tfprov_pip_find_links": "/no/such/wheelhouse"},
+                                     "tensorflow_gpu_pip_find_links \\(tfprov_pip_find_links\\) /no/such/wheelhouse "
+                                     "does not exist on tfprov-itest-1"),
+    "wheelhouse URL that does not answer": ({"tfprov_pip_find_links": "http://127.0.0.1:9/wheels"},
+                                            "http://127.0.0.1:9/wheels does not answer on tfprov-itest-1"),
+    "notebook port out of range": ({"tensorflow_gpu_notebook": True, "tensorflow_gpu_notebook_port": 70000},
+                                   "tensorflow_gpu_notebook_port 70000 is not a TCP port"),
 }
 
 
@@ -95,9 +102,11 @@ def test_a_refusal_changes_nothing_and_says_why_in_one_line(fresh_node, case):
     extra, expected = CASES[case]
     proc = tfprov("run", "node", "-i", INVENTORY, "-e", json.dumps(extra), runs_dir=runs)
     output = proc.stdout + proc.stderr
-    assert proc.returncode != 0, output[-3000:]
+    assert proc.returncode == 2, output[-3000:]  # bad input, refused before any change: not 4, a host failing
     lines = [line for line in output.splitlines() if re.search(expected, line)]
     assert lines, f"no line says {expected!r}:\n{output[-3000:]}"
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("tfprov: error: refused before any change")]
+    assert len(refused) == 1 and re.search(expected, refused[0]), proc.stderr[-2000:]
     assert "Finalization of task args" not in output and "Traceback" not in output, output[-3000:]
     assert snapshot() == before, f"{case}: the node changed"
 

@@ -75,6 +75,7 @@ def test_check_table_has_a_row_per_device_and_the_problems():
     console = Console(width=240, record=True)
     console.print(bench.check_table({"n1": CHECK}))
     lines = console.export_text().splitlines()
+    assert any("error vs NumPy (relative)" in line for line in lines)  # a relative error, not a speed ratio
     [cpu] = [[cell.strip() for cell in line.split("│")] for line in lines if "/CPU:0" in line]
     assert cpu[1:8] == ["n1", "2.21.0", "/CPU:0 x86_64", "512", "61.2", "2.0e-07", "ok"]
     [gpu] = [[cell.strip() for cell in line.split("│")] for line in lines if "/GPU:0 Tesla T4" in line]

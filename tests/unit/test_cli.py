@@ -124,7 +124,8 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check(capsys):
     plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
     assert plays[0].startswith("- tfprov_nodes: Check every node and resolve its whole stack before anything changes")
     assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
-    assert "[roles: tfprov.gpu.nvidia_driver]" in plays[1]
+    assert ("[roles: tfprov.gpu.nvidia_driver, tfprov.gpu.miniconda, tfprov.gpu.cuda, tfprov.gpu.cudnn, "
+            "tfprov.gpu.tensorflow_gpu]") in plays[1]  # through tasks/stack.yml, the stack's one order
     assert plays[-2].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
     assert plays[-1].startswith("- tfprov_nodes: Check that no node rebooted during the run")
 

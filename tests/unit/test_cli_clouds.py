@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from tfprov import cli, clouds
+from tfprov import cli, clouds, runner
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE1234567890abcdefghijklmnopqrstuvwxyzABCDEF test"
 SPEC = {"name": "demo", "provider": "aws", "region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"],
@@ -24,8 +24,8 @@ RECORDS = {
 
 
 class FakeRunner:
-    def __init__(self, tmp_path, rc=0, records=None, plays=2, failure=None):
-        self.tmp_path, self.rc, self.records, self.plays, self.failure = tmp_path, rc, records, plays, failure
+    def __init__(self, tmp_path, records=None, plays=2, failure=None):
+        self.tmp_path, self.records, self.plays, self.failure = tmp_path, records, plays, failure
         self.calls = []
 
     def __call__(self, plan, root, options, progress):
@@ -35,10 +35,13 @@ class FakeRunner:
         event = {"event": "playbook_on_stats", "event_data": {"artifact_data": {"tfprov_hosts": self.records or {}}}}
         (artifacts / "job_events" / "9-stats.json").write_text(json.dumps(event))
         failed = [{"task": "Check", "outcome": "failed", "message": self.failure}] if self.failure else []
-        report = {"rc": self.rc, "status": "failed" if self.rc else "successful",
+        hosts = {"localhost": {"failures": len(failed), "changed": 0, "dark": 0, "failed_tasks": failed}}
+        # The real run's verdict: a failure within the plan's checking plays is a refusal (status refused, rc 2).
+        status, rc = runner.outcome(hosts, interrupted=False, ansible_failed=bool(failed), no_hosts=False,
+                                    refused=self.plays <= plan.checks_first)
+        report = {"rc": rc, "status": status,
                   "steps": [{"playbook": plan.steps[0].playbook.name, "artifacts": str(artifacts)}],
-                  "plays": [{"name": "p", "seconds": 1}] * self.plays,
-                  "hosts": {"localhost": {"failed_tasks": failed}}}
+                  "plays": [{"name": "p", "seconds": 1}] * self.plays, "hosts": hosts}
         return report, self.tmp_path
 
 
@@ -101,7 +104,7 @@ def test_bad_input_is_refused_in_one_line_before_any_run(capsys, tmp_path, spec_
 
 def test_a_refusal_in_the_resolve_play_is_bad_input_and_says_nothing_was_created(capsys, tmp_path, spec_file,
                                                                                  monkeypatch):
-    fake = FakeRunner(tmp_path, rc=4, plays=1, failure="GPU quota too small in us-east-1: request at least 12")
+    fake = FakeRunner(tmp_path, plays=1, failure="GPU quota too small in us-east-1: request at least 12")
     monkeypatch.setattr(clouds, "run_plan", fake)
     rc, _, err = run(capsys, ["up", "aws", "--spec", str(spec_file)])
     assert rc == 2
@@ -110,7 +113,7 @@ def test_a_refusal_in_the_resolve_play_is_bad_input_and_says_nothing_was_created
 
 
 def test_a_failure_while_creating_keeps_the_run_exit_code(capsys, tmp_path, spec_file, monkeypatch):
-    fake = FakeRunner(tmp_path, rc=4, plays=2, failure="no capacity for g4dn.xlarge")
+    fake = FakeRunner(tmp_path, plays=2, failure="no capacity for g4dn.xlarge")
     monkeypatch.setattr(clouds, "run_plan", fake)
     rc, _, err = run(capsys, ["up", "aws", "--spec", str(spec_file)])
     assert rc == 4 and "stopped: no capacity for g4dn.xlarge" in err
@@ -143,7 +146,8 @@ def test_a_spec_that_is_not_yaml_names_its_file_once(capsys, tmp_path):
     bad = tmp_path / "broken.yml"
     bad.write_text("name: [demo\n")
     rc, _, err = run(capsys, ["up", "aws", "--spec", str(bad)])
-    assert rc == 2 and err.count(str(bad)) == 1 and "is not valid YAML at line" in err, err
+    assert rc == 2 and err.count(str(bad)) == 1, err
+    assert "is not valid YAML at line 2, column 1: expected ',' or ']', but got '<stream end>'" in err, err
 
 
 def test_up_writes_an_inventory_of_this_cluster_only_and_down_removes_it(capsys, tmp_path, spec_file, monkeypatch):

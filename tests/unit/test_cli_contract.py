@@ -59,6 +59,31 @@ def test_a_failed_host_is_4_not_the_bad_input_code(capsys, project):
     assert (_report(project)["status"], _report(project)["rc"]) == ("failed", 4)
 
 
+def test_a_refusal_in_the_checking_play_is_bad_input_in_one_line_and_nothing_changed(capsys, project):
+    rc, _, err = _run(capsys, "run", "refuse", "-i", "localhost,")
+    assert rc == errors.EXIT_BAD_INPUT == 2
+    assert (_report(project)["status"], _report(project)["rc"]) == ("refused", 2)  # the report agrees
+    assert [line for line in err.splitlines() if line.startswith("tfprov: error:")] == [
+        "tfprov: error: refused before any change: localhost: tiny_port 70000 is out of range 1-65535 (no host was "
+        "changed; fix the setting and run again)"]
+    assert [play["name"] for play in _report(project)["plays"]] == ["Check the settings before anything changes"]
+
+
+def test_a_failure_after_the_checking_plays_stays_a_host_failure(capsys, project):
+    rc, _, err = _run(capsys, "run", "fail-checked", "-i", "localhost,")
+    assert rc == errors.EXIT_HOST_FAILED and "refused" not in err
+
+
+def test_an_argument_spec_refusal_is_one_line_naming_the_variable_and_its_choices(capsys, project):
+    rc, out, err = _run(capsys, "run", "argspec", "-i", "localhost,")
+    assert rc == errors.EXIT_BAD_INPUT
+    failure = _report(project)["hosts"]["localhost"]["failed_tasks"][0]["message"]
+    assert failure.startswith("tiny_role: value of tiny_role_mode must be one of: a, b") and "bogus" in failure
+    error = [line for line in err.splitlines() if line.startswith("tfprov: error:")]
+    assert error == [f"tfprov: error: refused before any change: localhost: {failure} (no host was changed; fix the "
+                     "setting and run again)"]
+
+
 def test_an_unreachable_host_is_5(capsys, project, tmp_path):
     inventory = tmp_path / "closed-port.ini"
     inventory.write_text("far ansible_connection=ssh ansible_host=127.0.0.1 ansible_port=1 ansible_user=nobody\n")

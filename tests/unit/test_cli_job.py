@@ -78,3 +78,17 @@ def test_bench_takes_no_job(capsys):
         cli.main(["bench", "--job", "x.py"])
     assert exit_info.value.code == 2
     assert "unrecognized arguments: --job" in capsys.readouterr().err
+
+
+def test_job_args_without_a_job_of_ones_own_are_refused_not_dropped(tmp_path):
+    with pytest.raises(TfprovError, match=r"^--job-arg is for your own job: give it with --job FILE"):
+        cli.job_extravars(_args(job_arg=["--epochs=3"]), CLUSTER)
+    job = str(tmp_path / "train.py")  # a job given with -e dist_tf_cluster_job takes the arguments too
+    assert cli.job_extravars(_args(job_arg=["--epochs=3"]), CLUSTER, {"dist_tf_cluster_job": job}) == {
+        "dist_tf_cluster_job_args": ["--epochs=3"]}
+
+
+def test_run_cluster_with_a_job_arg_and_no_job_exits_2_before_any_run(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "run_plan", lambda *a: pytest.fail("no run may start"))
+    assert cli.main(["run", "cluster", "--job-arg=--epochs=3"]) == 2
+    assert "--job-arg is for your own job" in capsys.readouterr().err

@@ -82,3 +82,20 @@ def test_a_refusal_folded_over_lines_reaches_the_user_as_one_line():
     [failure] = builder.to_dict()["hosts"]["n1"]["failed_tasks"]
     assert failure["message"] == ("Validation of arguments failed: value of cuda_method must be one of: pip, distro, "
                                   "nvidia_repo, conda, got: magic")
+
+
+def test_a_host_a_rolling_update_never_reached_is_not_reached_not_ok():
+    builder = ReportBuilder(plan="fleet")
+    for name, result in (("n1", "updated"), ("n2", "not reached")):
+        builder._host(name)["ok"] = 3
+        builder.host_data[name] = {"fleet": {"batch": 1, "result": result}}
+    hosts = builder.to_dict()["hosts"]
+    assert (hosts["n1"]["status"], hosts["n2"]["status"]) == ("ok", "not reached")
+
+
+def test_a_failed_loop_reports_its_first_failed_items_reason():
+    builder = ReportBuilder(plan="x")
+    builder.on_event({"event": "runner_on_failed", "event_data": {"host": "n1", "task": "Refuse", "res": {
+        "msg": "One or more items failed", "results": [{"failed": False, "msg": "fine"},
+                                                       {"failed": True, "msg": "x  /no/such\n does not exist"}]}}})
+    assert builder.hosts["n1"]["failed_tasks"][0]["message"] == "x /no/such does not exist"

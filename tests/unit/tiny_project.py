@@ -54,6 +54,23 @@ PLAYBOOKS = {
       ansible.builtin.debug:
         msg: hello
 """),
+    # A checking play that refuses, then a play that would change: the plan says its first play only checks.
+    "refuse.yml": _PLAY.format(name="Check the settings before anything changes", hosts="all", tasks="""\
+    - name: Refuse a port out of range
+      ansible.builtin.fail:
+        msg: tiny_port 70000 is out of range 1-65535
+""") + "\n" + _PLAY.format(name="Change", hosts="all", tasks="""\
+    - name: Change something
+      ansible.builtin.command: "true"
+"""),
+    # A role's argument spec refuses a variable in the checking play.
+    "argspec.yml": _PLAY.format(name="Check the role's settings", hosts="all", tasks="""\
+    - name: Validate the role's settings
+      ansible.builtin.include_role:
+        name: tiny_role
+      vars:
+        tiny_role_mode: bogus
+"""),
     "cycle-a.yml": "- ansible.builtin.import_playbook: cycle-b.yml\n",
     "cycle-b.yml": "- ansible.builtin.import_playbook: cycle-a.yml\n",
     "missing-import.yml": "- ansible.builtin.import_playbook: not-there.yml\n",
@@ -65,7 +82,21 @@ PLANS = {
     "halt": {"description": "halts every host at its first play", "steps": ["halt.yml"]},
     "cycle": {"description": "imports itself", "steps": ["cycle-a.yml"]},
     "missing-import": {"description": "imports what is not there", "steps": ["missing-import.yml"]},
+    "refuse": {"description": "refuses in its checking play", "steps": ["refuse.yml"], "checks_first": 1},
+    "fail-checked": {"description": "fails after its checking play", "steps": ["ok.yml", "fail.yml"],
+                     "checks_first": 1},
+    "argspec": {"description": "a role refuses its settings", "steps": ["argspec.yml"], "checks_first": 1},
 }
+ROLE_SPEC = """\
+argument_specs:
+  main:
+    short_description: A tiny role.
+    options:
+      tiny_role_mode:
+        type: str
+        choices: [a, b]
+        description: The mode.
+"""
 # unparsed_is_failed as in the real ansible.cfg: an inventory ansible cannot read stops the run.
 ANSIBLE_CFG = "[defaults]\nretry_files_enabled = False\n[inventory]\nunparsed_is_failed = True\n"
 
@@ -78,6 +109,12 @@ def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "ansible.cfg").write_text(ANSIBLE_CFG)
     for name, text in PLAYBOOKS.items():
         (root / "playbooks" / name).write_text(text)
+    role = root / "playbooks" / "roles" / "tiny_role"
+    (role / "meta").mkdir(parents=True)
+    (role / "tasks").mkdir()
+    (role / "meta" / "argument_specs.yml").write_text(ROLE_SPEC)
+    (role / "tasks" / "main.yml").write_text(
+        "- name: Say the mode\n  ansible.builtin.debug:\n    var: tiny_role_mode\n")
     (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("TFPROV_HOME", str(root))
     monkeypatch.setenv("TFPROV_LOGS_DIR", str(root / ".tfprov" / "logs"))

@@ -170,9 +170,13 @@ def build_report(strategy: str, task: str, expected: list[str], steps: int, batc
     return report
 
 
-def error_report(strategy: str | None, task: str, seconds: float, problem: str) -> dict:
-    """The report of a check that could not run to its end (exit 1)."""
-    return {"strategy": strategy, "task": task, "seconds": round(seconds, 2), "ok": False, "problems": [problem]}
+def error_report(strategy: str | None, task: str, seconds: float, problem: str,
+                 tf_config: dict | None = None) -> dict:
+    """The report of a check that could not run to its end (exit 1); the workers TF_CONFIG names, when it is known."""
+    report = {"strategy": strategy, "task": task, "seconds": round(seconds, 2), "ok": False, "problems": [problem]}
+    if tf_config and strategy:
+        report["workers"] = len(training_tasks(tf_config, strategy))
+    return report
 
 
 ERROR_NOISE = ("in user code:", "Graph execution error:", "Detected at node", "File ", "[[", "Additional GRPC",
@@ -297,7 +301,7 @@ def supervise(command: list[str], env: dict, strategy: str, tf_config: dict, sta
     task = task_name(tf_config)
 
     def finish(problem: str) -> int:
-        out.write(report_line(error_report(strategy, task, time.monotonic() - started, problem)) + "\n")
+        out.write(report_line(error_report(strategy, task, time.monotonic() - started, problem, tf_config)) + "\n")
         out.flush()
         return 1
 
@@ -618,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)]
         return supervise(command, {**os.environ, CHILD_ENV: "1"}, args.strategy, tf_config, args.startup_timeout,
                          started)
-    task, code = "worker:0", 1
+    task, code, tf_config = "worker:0", 1, {}
     try:
         tf_config = parse_tf_config(os.environ.get("TF_CONFIG"))
         task = task_name(tf_config)
@@ -630,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure ends as one JSON line and exit 1
         traceback.print_exc()  # the whole story on stderr (the journal), one line in the report
         report = error_report(args.strategy, task, time.monotonic() - started,
-                              describe_error(exc, args.collective_timeout))
+                              describe_error(exc, args.collective_timeout), tf_config)
     say(report_line(report))
     return code
 

@@ -234,6 +234,7 @@ def test_supervisor_ends_a_cluster_that_never_comes_up(tmp_path):
     code, lines, report = supervised(tmp_path, "import time\nprint('starting', flush=True)\ntime.sleep(60)\n", 0.5)
     assert code == 1 and lines[0] == "starting"
     assert report["problems"][0].startswith("the cluster did not start within 0.5 s")
+    assert report["workers"] == len(dist_check.training_tasks(config("worker", 0), "multi_worker_mirrored"))
 
 
 def test_supervisor_deadline_ends_when_the_cluster_is_up(tmp_path):
