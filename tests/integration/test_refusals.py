@@ -88,9 +88,13 @@ CASES = {
                                      "no sha256 for Miniconda|miniconda_checksum"),
     "wheelhouse that is not there": ({"tfprov_pip_find_links": "/no/such/wheelhouse"},
                                      "tensorflow_gpu_pip_find_links \\(tfprov_pip_find_links\\) /no/such/wheelhouse "
-                                     "does not exist on tfprov-itest-1"),
+                                     "does not exist on the node"),
     "wheelhouse URL that does not answer": ({"tfprov_pip_find_links": "http://127.0.0.1:9/wheels"},
-                                            "http://127.0.0.1:9/wheels does not answer on tfprov-itest-1"),
+                                            "http://127.0.0.1:9/wheels does not answer from the node"),
+    "Miniconda installer that does not answer": (
+        {"tfprov_tf_manager": "conda", "miniconda_checksum": "sha256:" + "a" * 64,
+         "miniconda_installer_url": "http://127.0.0.1:9/Miniconda3-x.sh"},
+        "miniconda_installer_url .* http://127.0.0.1:9/Miniconda3-x.sh does not answer from the node"),
     "notebook port out of range": ({"tensorflow_gpu_notebook": True, "tensorflow_gpu_notebook_port": 70000},
                                    "tensorflow_gpu_notebook_port 70000 is not a TCP port"),
 }

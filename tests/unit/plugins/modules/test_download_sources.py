@@ -1,0 +1,60 @@
+"""download_sources: a path must be on the node, a URL must answer 200 from it (directly, else through the node's
+proxy); one line names the variable. Against real sockets on 127.0.0.1: a file server and a stand-in proxy."""
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from ansible_collections.tfprov.gpu.plugins.modules import download_sources
+
+
+class Answer(BaseHTTPRequestHandler):
+    seen: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        Answer.seen.append(self.path)
+        self.send_response(200 if self.path.endswith("/wheels/") else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    Answer.seen = []
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+
+
+def check(value, proxy=None, attempts=1):
+    return download_sources.problem({"name": "tfprov_pip_find_links", "value": value}, None, proxy, 5, attempts, 0)
+
+
+def test_a_path_or_file_url_must_exist_on_the_node(tmp_path):
+    assert check(str(tmp_path)) == check(f"file://{tmp_path}") == ""
+    assert check("/no/such/wheelhouse") == "tfprov_pip_find_links /no/such/wheelhouse does not exist on the node"
+
+
+def test_a_url_must_answer_200(server):
+    assert check(f"{server}/wheels/") == ""
+    assert check(f"{server}/gone/") == f"tfprov_pip_find_links {server}/gone/ does not answer from the node (Not Found)"
+    assert check("http://127.0.0.1:9/wheels/").startswith("tfprov_pip_find_links http://127.0.0.1:9/wheels/ does "
+                                                          "not answer from the node (")
+
+
+def test_a_url_only_the_proxy_reaches_is_asked_again_through_it(server, monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    url = "http://wheels.invalid/wheels/"  # no such host for the node itself
+    assert check(url).startswith(f"tfprov_pip_find_links {url} does not answer")
+    assert check(url, proxy=server) == "" and Answer.seen == [url]  # the proxy was asked for the absolute URL
+    assert "http_proxy" not in __import__("os").environ  # the node's own environment is left as it was
+
+
+def test_one_transient_error_is_tried_again_before_refusing(server, monkeypatch):
+    url, real, fails = f"{server}/flaky/wheels/", download_sources.answers, ["HTTP 503"]
+    monkeypatch.setattr(download_sources, "answers", lambda *a, **k: fails.pop() if fails else real(*a, **k))
+    assert check(url, attempts=2) == "" and Answer.seen == ["/flaky/wheels/"]
