@@ -58,9 +58,18 @@ unchecked: {description: The values of a scheme this module does not check (ftp)
 
 import os
 import time
+from urllib.parse import urlsplit, urlunsplit
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
+
+
+def shown(value):
+    """The value as a message may show it: a URL's user and password (a private index's token) masked."""
+    parts = urlsplit(value)
+    if parts.password is None and parts.username is None:
+        return value
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[-1]))
 
 
 def local_path(value):
@@ -95,7 +104,7 @@ def problem(source, ca_path, proxy, timeout, attempts=3, delay=2.0):
     name, value = source["name"], str(source.get("value") or "").strip()
     path = local_path(value)
     if path is not None:
-        return "" if os.path.exists(path) else "%s %s does not exist on the node" % (name, value)
+        return "" if os.path.exists(path) else "%s %s does not exist on the node" % (name, shown(value))
     why = ""
     for attempt in range(max(attempts, 1)):
         if attempt:
@@ -105,13 +114,15 @@ def problem(source, ca_path, proxy, timeout, attempts=3, delay=2.0):
             why = answers(value, ca_path, timeout, proxy) and why
         if not why:
             return ""
-    return "%s %s does not answer from the node (%s)" % (name, value, why)
+    return "%s %s does not answer from the node (%s)" % (name, shown(value), why.replace(value, shown(value)))
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(sources=dict(type="list", elements="dict", required=True),
-                           ca_path=dict(type="str"), proxy=dict(type="str"), timeout=dict(type="int", default=15),
+        # no_log: a URL may carry a private index's token, a proxy URL its password.
+        argument_spec=dict(sources=dict(type="list", elements="dict", required=True, no_log=True),
+                           ca_path=dict(type="str"), proxy=dict(type="str", no_log=True),
+                           timeout=dict(type="int", default=15),
                            attempts=dict(type="int", default=3)),
         supports_check_mode=True,
     )
@@ -119,13 +130,13 @@ def main():
     given = [s for s in params["sources"] if str(s.get("value") or "").strip()]
     checked = [s for s in given if s["value"].startswith(("/", "file://", "http://", "https://"))]
     unchecked = [s["value"] for s in given if s not in checked]
+    seen = {"checked": [shown(s["value"]) for s in checked], "unchecked": [shown(v) for v in unchecked]}
     for source in checked:
         why = problem(source, params["ca_path"] or None, params["proxy"] or None, params["timeout"],
                       params["attempts"])
         if why:
-            module.fail_json(msg=why + ": fix the setting (a path on the node, or a URL the node can reach)",
-                             checked=[s["value"] for s in checked], unchecked=unchecked)
-    module.exit_json(changed=False, checked=[s["value"] for s in checked], unchecked=unchecked)
+            module.fail_json(msg=why + ": fix the setting (a path on the node, or a URL the node can reach)", **seen)
+    module.exit_json(changed=False, **seen)
 
 
 if __name__ == "__main__":

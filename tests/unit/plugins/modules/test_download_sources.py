@@ -58,3 +58,8 @@ def test_one_transient_error_is_tried_again_before_refusing(server, monkeypatch)
     url, real, fails = f"{server}/flaky/wheels/", download_sources.answers, ["HTTP 503"]
     monkeypatch.setattr(download_sources, "answers", lambda *a, **k: fails.pop() if fails else real(*a, **k))
     assert check(url, attempts=2) == "" and Answer.seen == ["/flaky/wheels/"]
+
+
+def test_a_token_in_a_url_never_reaches_the_message():
+    line = check("https://user:s3cret-token@127.0.0.1:9/simple/")
+    assert "s3cret-token" not in line and "user" not in line and "https://***@127.0.0.1:9/simple/" in line
