@@ -27,7 +27,11 @@ options:
   zones: {description: Zones to try in order (the node's own zone when it exists)., type: list, elements: str,
           required: true}
   name: {description: The VM's name., type: str, required: true}
-  hostname: {description: The VM's hostname (the inventory names hosts by it)., type: str, required: true}
+  hostname:
+    description: >-
+      The VM's hostname (the inventory names hosts by it); C({zone}) in it becomes the zone the VM is made in.
+    type: str
+    required: true
   machine_type: {description: Machine type, e.g. n1-standard-8., type: str, required: true}
   image: {description: Source image (selfLink or projects/P/global/images/[family/]NAME)., type: str, required: true}
   disk_gb: {description: Boot disk size in GB., type: int, required: true}
@@ -52,7 +56,7 @@ EXAMPLES = r"""
     project: demo-proj-1
     zones: [us-central1-a, us-central1-b]
     name: demo-chief-0
-    hostname: demo-chief-0.us-central1-a.demo-proj-1
+    hostname: "demo-chief-0.{zone}.demo-proj-1"
     machine_type: n1-standard-8
     image: projects/debian-cloud/global/images/family/debian-12
     disk_gb: 100
@@ -100,7 +104,7 @@ def body(params, zone):
     image = params["image"]
     made = {
         "name": params["name"],
-        "hostname": params["hostname"],
+        "hostname": params["hostname"].replace("{zone}", zone),
         "machineType": "zones/%s/machineTypes/%s" % (zone, params["machine_type"]),
         "disks": [{"boot": True, "autoDelete": True,
                    "initializeParams": {"sourceImage": image, "diskSizeGb": params["disk_gb"]}}],

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.cloud
 
 BASE, PROJECT = cluster.BASE, cluster.PROJECT
 ZONES = ["us-central1-a", "us-central1-b"]
-PARAMS = {"project": PROJECT, "zones": ZONES, "name": "demo-worker-0", "hostname": "demo-worker-0.x.y",
+PARAMS = {"project": PROJECT, "zones": ZONES, "name": "demo-worker-0", "hostname": "demo-worker-0.{zone}.y",
           "machine_type": "n1-standard-8", "image": cluster.IMAGE, "disk_gb": 50, "accelerator": "nvidia-tesla-t4",
           "accelerator_count": 1, "spot": False, "labels": {}, "ssh_keys": "debian:" + cluster.PUBKEY,
           "network": cluster.NETWORK_URL, "subnetwork": "", "external_ip": False, "tags": [], "wait_timeout": 60}

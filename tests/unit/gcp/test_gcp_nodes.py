@@ -45,6 +45,8 @@ def test_up_creates_every_node_falls_back_a_zone_and_is_idempotent_then_down_rem
     assert chief["labels"] == {"tfprov-cluster": "demo", "tfprov-role": "chief", "tfprov-tf-port": "2222",
                               "tfprov-idle-stop-minutes": "0"}
     assert chief["hostname"] == "demo-chief-0.us-central1-a.demo-proj-1"
+    assert [c["body"]["hostname"] for c in inserts if c["body"]["name"] == "demo-worker-1"] == [
+        "demo-worker-1.us-central1-a.demo-proj-1", "demo-worker-1.us-central1-b.demo-proj-1"]  # each zone it tried
     nic = chief["networkInterfaces"][0]
     assert nic["network"] == cluster.NETWORK_URL and nic["subnetwork"].endswith("/regions/us-central1/subnetworks/"
                                                                                 "tfprov-demo")
