@@ -10,7 +10,8 @@ module: download_sources
 short_description: Check, from the node, that the paths and URLs the stack will download from are there
 version_added: 1.4.0
 description:
-  - For the resolve play, before any package source, download or install: a path (or C(file://) URL) must exist on
+  - >-
+    For the resolve play, before any package source, download or install: a path (or C(file://) URL) must exist on
     the node, an C(http(s)://) URL must answer 200 from the node (directly, else through O(proxy) when given, as the
     installing plays would use it). One failure is one line naming the variable that set the value.
   - Changes nothing; runs the same in check mode. Other schemes (C(ftp://)) are returned in RV(unchecked).

@@ -17,7 +17,8 @@ description:
   - M(google.cloud.gcp_compute_instance) is not used because it has no C(provisioningModel) (its C(spot) is the
     legacy preemptible VM, stopped after 24 h; google.cloud issue 646) and needs one task per zone tried, so nodes
     could not be made in parallel.
-  - GPU VMs cannot live-migrate: C(onHostMaintenance) is TERMINATE. A Spot VM is stopped, not deleted, when
+  - >-
+    GPU VMs cannot live-migrate, so C(onHostMaintenance) is TERMINATE. A Spot VM is stopped, not deleted, when
     preempted, so the next C(tfprov up) starts it again.
   - Credentials from GCP_SERVICE_ACCOUNT_FILE or Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS).
 author:
@@ -33,7 +34,7 @@ options:
     type: str
     required: true
   machine_type: {description: Machine type, e.g. n1-standard-8., type: str, required: true}
-  image: {description: Source image (selfLink or projects/P/global/images/[family/]NAME)., type: str, required: true}
+  image: {description: "Source image (selfLink, or projects/P/global/images/[family/]NAME).", type: str, required: true}
   disk_gb: {description: Boot disk size in GB., type: int, required: true}
   accelerator: {description: GPU type, e.g. nvidia-tesla-t4; none when empty., type: str, default: ""}
   accelerator_count: {description: GPUs of that type., type: int, default: 0}
@@ -68,7 +69,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 instance:
-  description: The VM (id, name, zone, state: its status, address, private_address); {} when check mode would create it.
+  description: "The VM (id, name, zone, state (its status), address, private_address); {} when check mode would create it."
   returned: success
   type: dict
 zone: {description: The zone the node is in (or would be made in)., returned: success, type: str}
