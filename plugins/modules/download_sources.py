@@ -120,14 +120,18 @@ def problem(source, ca_path, proxy, timeout, attempts=3, delay=2.0):
 
 def main():
     module = AnsibleModule(
-        # no_log: a URL may carry a private index's token, a proxy URL its password.
-        argument_spec=dict(sources=dict(type="list", elements="dict", required=True, no_log=True),
+        # A proxy URL may carry its password; a source URL's user and password are masked below, not the whole value
+        # (no_log on sources would mask the path or URL in the refusal too).
+        argument_spec=dict(sources=dict(type="list", elements="dict", required=True),
                            ca_path=dict(type="str"), proxy=dict(type="str", no_log=True),
                            timeout=dict(type="int", default=15),
                            attempts=dict(type="int", default=3)),
         supports_check_mode=True,
     )
     params = module.params
+    for source in params["sources"]:  # a private index's token in a URL: masked in every output, the invocation too
+        parts = urlsplit(str(source.get("value") or ""))
+        module.no_log_values.update(secret for secret in (parts.username, parts.password) if secret)
     given = [s for s in params["sources"] if str(s.get("value") or "").strip()]
     checked = [s for s in given if s["value"].startswith(("/", "file://", "http://", "https://"))]
     unchecked = [s["value"] for s in given if s not in checked]

@@ -69,7 +69,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 instance:
-  description: "The VM (id, name, zone, state (its status), address, private_address); {} when check mode would create it."
+  description: >-
+    The VM (id, name, zone, state (its status), address, private_address); {} when check mode would create it.
   returned: success
   type: dict
 zone: {description: The zone the node is in (or would be made in)., returned: success, type: str}
