@@ -12,14 +12,17 @@ version_added: 1.4.0
 description:
   - >-
     For the resolve play, before any package source, download or install: a path (or C(file://) URL) must exist on
-    the node, an C(http(s)://) URL must answer 200 from the node (directly, else through O(proxy) when given, as the
-    installing plays would use it). One failure is one line naming the variable that set the value.
-  - Changes nothing; runs the same in check mode. Other schemes (C(ftp://)) are returned in RV(unchecked).
+    the node, an C(http(s)://) URL must answer 200 from the node, an C(ftp://) URL must open (directly, else through
+    O(proxy) when given, as the installing plays would use it). One failure is one line naming the variable that set
+    the value.
+  - Changes nothing; runs the same in check mode. Other schemes are returned in RV(unchecked).
   - M(ansible.builtin.uri) and M(ansible.builtin.stat) would need four tasks per setting in every role that downloads,
     with the proxy retry each time; this module is that check once.
 options:
   sources:
-    description: "What to check: {name: the variable, value: the path or URL (empty: skipped)}."
+    description: >-
+      What to check: {name: the variable, value: the path or URL (empty: skipped), cached: a path on the node where
+      the download is kept (when it is there, the download is not needed and the value is not checked)}.
     type: list
     elements: dict
     required: true
@@ -50,11 +53,16 @@ EXAMPLES = r"""
     sources:
       - {name: tensorflow_gpu_pip_find_links, value: "{{ tensorflow_gpu_pip_find_links }}"}
     ca_path: "{{ tensorflow_gpu_ca_bundle or omit }}"
+
+- name: Check the archive's URL unless the archive is in the download cache already
+  tfprov.gpu.download_sources:
+    sources:
+      - {name: cudnn_tarball_url, value: "{{ url }}", cached: "/var/cache/tfprov/{{ url | basename }}"}
 """
 
 RETURN = r"""
 checked: {description: The values checked., returned: always, type: list}
-unchecked: {description: The values of a scheme this module does not check (ftp)., returned: always, type: list}
+unchecked: {description: The values of a scheme this module does not check., returned: always, type: list}
 """
 
 import os
@@ -87,9 +95,9 @@ def answers(url, ca_path, timeout, proxy=None):
             os.environ.update(http_proxy=proxy, https_proxy=proxy)
         response = open_url(url, method="GET", timeout=timeout, ca_path=ca_path, use_proxy=bool(proxy),
                             follow_redirects="safe")
-        status = response.getcode()
+        status = response.getcode()  # None for ftp://: it opened, so the file is there
         response.close()
-        return "" if status == 200 else "HTTP %s" % status
+        return "" if status in (200, None) else "HTTP %s" % status
     except Exception as exc:  # urllib's HTTPError, URLError, timeouts, TLS errors: one line each
         return " ".join(str(getattr(exc, "reason", None) or exc).split()) or type(exc).__name__
     finally:
@@ -103,6 +111,8 @@ def answers(url, ca_path, timeout, proxy=None):
 def problem(source, ca_path, proxy, timeout, attempts=3, delay=2.0):
     """The one line refusing this source, or ''."""
     name, value = source["name"], str(source.get("value") or "").strip()
+    if source.get("cached") and os.path.exists(source["cached"]):
+        return ""  # downloaded already: the run needs no source
     path = local_path(value)
     if path is not None:
         return "" if os.path.exists(path) else "%s %s does not exist on the node" % (name, shown(value))
@@ -133,7 +143,7 @@ def main():
         parts = urlsplit(str(source.get("value") or ""))
         module.no_log_values.update(secret for secret in (parts.username, parts.password) if secret)
     given = [s for s in params["sources"] if str(s.get("value") or "").strip()]
-    checked = [s for s in given if s["value"].startswith(("/", "file://", "http://", "https://"))]
+    checked = [s for s in given if s["value"].startswith(("/", "file://", "http://", "https://", "ftp://"))]
     unchecked = [s["value"] for s in given if s not in checked]
     seen = {"checked": [shown(s["value"]) for s in checked], "unchecked": [shown(v) for v in unchecked]}
     for source in checked:

@@ -28,8 +28,10 @@ def _message(res: dict) -> str:
     Ansible folds some messages over several lines (argument validation: "Validation of arguments failed:\nvalue
     of ..."): a refusal must reach the user as one line.
     """
-    failed_items = [item for item in res.get("results") or [] if isinstance(item, dict) and item.get("failed")]
-    if failed_items:  # a loop: "One or more items failed" says nothing; the first failed item says why
+    failed_items = [item for item in res.get("results") or []
+                    if isinstance(item, dict) and (item.get("failed") or item.get("unreachable"))]
+    if failed_items:  # a loop: "One or more items failed" (or "All items completed" when one was unreachable)
+        # says nothing; the first item that failed or could not be reached says why
         return _message(failed_items[0])
     if res.get("argument_errors"):  # a role's argument spec: the variable and what it allows, not Ansible's preamble
         errors = "; ".join(" ".join(str(error).split()) for error in res["argument_errors"])

@@ -95,6 +95,14 @@ CASES = {
         {"tfprov_tf_manager": "conda", "miniconda_checksum": "sha256:" + "a" * 64,
          "miniconda_installer_url": "http://127.0.0.1:9/Miniconda3-x.sh"},
         "miniconda_installer_url .* http://127.0.0.1:9/Miniconda3-x.sh does not answer from the node"),
+    "driver installer that does not answer": (
+        {**BAKE, "nvidia_driver_method": "runfile", "nvidia_driver_runfile_checksum": "sha256:" + "a" * 64,
+         "nvidia_driver_runfile_url": "http://127.0.0.1:9/NVIDIA-Linux-x86_64-580.95.05.run"},
+        "nvidia_driver_runfile_url http://127.0.0.1:9/NVIDIA-Linux-x86_64-580.95.05.run does not answer from the node"),
+    "cuDNN archive that does not answer": (
+        {**BAKE, "cudnn_method": "tarball", "cudnn_tarball_checksum": "sha256:" + "a" * 64,
+         "cudnn_tarball_url": "ftp://127.0.0.1:9/cudnn-linux-x86_64-9.3.0.75_cuda12-archive.tar.xz"},
+        "cudnn_tarball_url .* ftp://127.0.0.1:9/cudnn-linux-x86_64-9.3.0.75_cuda12-archive.tar.xz does not answer"),
     "notebook port out of range": ({"tensorflow_gpu_notebook": True, "tensorflow_gpu_notebook_port": 70000},
                                    "tensorflow_gpu_notebook_port 70000 is not a TCP port"),
 }

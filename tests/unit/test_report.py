@@ -99,3 +99,12 @@ def test_a_failed_loop_reports_its_first_failed_items_reason():
         "msg": "One or more items failed", "results": [{"failed": False, "msg": "fine"},
                                                        {"failed": True, "msg": "x  /no/such\n does not exist"}]}}})
     assert builder.hosts["n1"]["failed_tasks"][0]["message"] == "x /no/such does not exist"
+
+
+def test_a_loop_with_an_unreachable_item_says_why_it_could_not_be_reached():
+    builder = ReportBuilder(plan="x")
+    builder.on_event({"event": "runner_on_unreachable", "event_data": {"host": "n1", "task": "Create", "res": {
+        "msg": "All items completed", "unreachable": True, "results": [
+            {"changed": False, "msg": "fine"},
+            {"unreachable": True, "msg": "Failed to connect to the host via ssh: Connection timed out"}]}}})
+    assert "Connection timed out" in builder.hosts["n1"]["failed_tasks"][0]["message"]

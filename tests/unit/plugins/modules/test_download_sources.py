@@ -6,6 +6,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from ansible_collections.tfprov.gpu.plugins.modules import download_sources
+from pyftpdlib.authorizers import DummyAuthorizer
+from pyftpdlib.handlers import FTPHandler
+from pyftpdlib.servers import ThreadedFTPServer
 
 
 class Answer(BaseHTTPRequestHandler):
@@ -63,3 +66,28 @@ def test_one_transient_error_is_tried_again_before_refusing(server, monkeypatch)
 def test_a_token_in_a_url_never_reaches_the_message():
     line = check("https://user:s3cret-token@127.0.0.1:9/simple/")
     assert "s3cret-token" not in line and "user" not in line and "https://***@127.0.0.1:9/simple/" in line
+
+
+def test_a_download_already_in_the_cache_needs_no_source(tmp_path):
+    cached = tmp_path / "cudnn.tar.xz"
+    source = {"name": "cudnn_tarball_url", "value": "http://127.0.0.1:9/cudnn.tar.xz", "cached": str(cached)}
+    assert download_sources.problem(source, None, None, 5, 1, 0).startswith("cudnn_tarball_url http://127.0.0.1:9/")
+    cached.write_bytes(b"archive")
+    assert download_sources.problem(source, None, None, 5, 1, 0) == ""
+
+
+@pytest.fixture
+def ftp_server(tmp_path):
+    (tmp_path / "NVIDIA-Linux-x86_64.run").write_bytes(b"#!/bin/sh\n")
+    authorizer = DummyAuthorizer()
+    authorizer.add_anonymous(str(tmp_path))
+    handler = type("Handler", (FTPHandler,), {"authorizer": authorizer})
+    server = ThreadedFTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, kwargs={"handle_exit": False}, daemon=True).start()
+    yield f"ftp://127.0.0.1:{server.address[1]}"
+    server.close_all()
+
+
+def test_an_ftp_url_must_open(ftp_server):
+    assert check(f"{ftp_server}/NVIDIA-Linux-x86_64.run") == ""
+    assert check(f"{ftp_server}/gone.run").startswith(f"tfprov_pip_find_links {ftp_server}/gone.run does not answer")
