@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
+.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults test-vm heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-fleet    - tfprov fleet drift and a no-op fleet update on 1, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, then recovered (too long for CI)"
+	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
 
 $(BIN)/tfprov: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -149,7 +150,12 @@ bench-inventory: venv
 	$(BIN)/python bench/inventory_scale.py --instances 1000 --repeat 3
 
 integration: images serving-image baked-image
-	$(BIN)/pytest -q -m "integration and not cluster_faults"
+	$(BIN)/pytest -q -m "integration and not cluster_faults and not vm"
+
+# The local cloud's VM flavour: two Debian 12 VMs under QEMU (TCG), their reboots, cloud-init, the idle guard's
+# poweroff and a baked image booted as a new node. Minutes of emulated CPU: run by hand (times in README).
+test-vm: venv
+	$(BIN)/pytest -q -s -m vm
 
 # Faults injected into `tfprov run cluster` (a task killed mid-check, a re-run recovering): minutes, not for every CI run.
 cluster-faults: images baked-image

@@ -33,6 +33,7 @@ from .local import faults as local_faults
 from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
+from .local import vms as local_vms
 from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped, print_refused
 from .progress import Progress
 from .project import project_root
@@ -124,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="aws / gcp: the cluster spec (YAML; examples/cloud/). up creates what is missing, after "
                             "resolving every node (credentials, zone offerings, quotas); down removes the cluster")
         _add_cloud_name(u)
+        u.add_argument("--kind", choices=("container", "vm"), default="container",
+                       help="local: container nodes (default), or vm: Debian 12 VMs under QEMU (real kernels, "
+                            "reboots, cloud-init; cloud name 'vm' unless --name; see README)")
         if verb == "up":
             u.add_argument("-n", "--nodes", type=positive, default=3,
                            help="how many nodes (default 3). Their roles: 1 chief; 2 chief, worker; 3 chief, worker, "
@@ -135,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
             u.add_argument("--image", metavar="NAME",
                            help="start the nodes from this image (one baked from a converged node: make baked-image "
                                 "builds tfprov/node-baked:<suite>) instead of tfprov/node:<suite>; nodes from "
-                                "another image are replaced")
+                                "another image are replaced. --kind vm: an image tfprov local bake made (its name "
+                                "or path)")
             u.add_argument("--network", choices=local_cloud.NETWORKS,
                            help="private: a network namespace with a bridge, an address per node, the same ports on "
                                 "every node, reached through a jump, no route out; host: the host's network, a port "
@@ -157,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--loss", type=float, default=0.0, metavar="PERCENT", help="delay: packets lost, in percent")
     fa.add_argument("--no-wait", action="store_true", help="start, reboot: return at once instead of waiting for "
                                                            "systemd in the node")
+
+    bk = local_sub.add_parser("bake", help="VM clouds: stop a VM and image its disk (after playbooks/bake_image.yml "
+                                           "--tags generalize); tfprov up local --kind vm --image NAME boots from it")
+    bk.add_argument("node", help="the VM's name (tfprov-<cloud>-N) or its index N")
+    bk.add_argument("image", help="the image's name (kept under the download cache) or a path")
+    _add_cloud_name(bk)
 
     e = sub.add_parser("engine", help="make sure a Docker engine with host-only networking runs")
     e.set_defaults(target=None)
@@ -309,6 +320,11 @@ def cmd_up(args, out: Console) -> int:
     if _cloud_args(args):
         return clouds.run("up", args.target, args.spec, out)
     roles = args.roles.split(",") if args.roles else None
+    if args.kind == "vm":
+        return _up_vms(args, roles, out)
+    if local_vms.is_vm_cloud(args.name or local_cloud.default_name()):
+        raise TfprovError(f"local cloud {args.name or local_cloud.default_name()} is a VM cloud: add --kind vm, or "
+                          "give the container nodes another --name")
     nodes = local_nodes.up(args.nodes, args.suite, out, roles, args.image, args.name, args.network, args.subnet)
     cloud = nodes[0].cloud
     where = f"private network {cloud.subnet} in namespace {cloud.namespace}" if cloud.private else "host network"
@@ -328,15 +344,41 @@ def cmd_up(args, out: Console) -> int:
     return 0
 
 
+def _up_vms(args, roles: list[str] | None, out: Console) -> int:
+    given = [flag for flag in ("--suite", "--network", "--subnet") if getattr(args, flag[2:], None)]
+    if given:
+        raise TfprovError(f"{given[0]} is for container nodes: VMs boot Debian 12's cloud image on their own segment")
+    base = local_vms.baked_path(args.image) if args.image else None
+    cloud, vms = local_vms.up(args.nodes, roles, args.name, out, base)
+    table = Table(title=f"local cloud {cloud.name}: {len(vms)} VM(s) under QEMU, segment {local_vms.SUBNET}.0/24",
+                  title_justify="left")
+    for column in ("node", "role", "address", "ssh (127.0.0.1)", "user"):
+        table.add_column(column)
+    for vm in vms:
+        table.add_row(vm.name, vm.role, vm.address, str(vm.ssh_port), local_nodes.ssh.LOGIN_USER)
+    out.print(table)
+    out.print(f"inventory: {cloud.inventory.relative_to(project_root())} (SSH as {local_nodes.ssh.LOGIN_USER}, "
+              "sudo; host keys from the consoles)", highlight=False)
+    return 0
+
+
 def cmd_down(args, out: Console) -> int:
     if _cloud_args(args):
         return clouds.run("down", args.target, args.spec, out)
+    if args.kind == "vm" or local_vms.is_vm_cloud(args.name or local_cloud.default_name()):
+        count = local_vms.down(args.name, out)
+        out.print(f"local cloud {args.name or local_vms.DEFAULT_NAME}: {count} VM(s) removed", highlight=False)
+        return 0
     count = local_nodes.down(out, args.name)
     out.print(f"local cloud {args.name or local_cloud.default_name()}: {count} node(s) removed", highlight=False)
     return 0
 
 
 def cmd_local(args, out: Console) -> int:
+    if args.local_command == "bake":
+        local_vms.bake(args.name or local_vms.cloud_named_by(args.node) or local_vms.DEFAULT_NAME, args.node,
+                       args.image, out)
+        return 0
     local_faults.apply(args.name, args.node, args.action, out, delay_ms=args.ms, loss_percent=args.loss,
                        wait=not args.no_wait)
     return 0

@@ -71,3 +71,7 @@ def test_host_network_serving_nodes_keep_the_hosts_network_untouched():
     assert composed("tfprov_serving_network_mode", HOST) == "host"
     assert composed("tfprov_serving_bind_address", HOST) == "0.0.0.0"
     assert composed("tfprov_serving_network_mode", {}) == "host"  # a node made before the label existed
+
+
+def test_modules_are_piped_through_the_exec_not_copied_into_the_node():
+    assert DOCKER["compose"]["ansible_pipelining"] == "true"

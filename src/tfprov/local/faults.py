@@ -13,7 +13,7 @@ import time
 from rich.console import Console
 
 from ..errors import TfprovError
-from . import network
+from . import network, vms
 from .cloud import default_name
 from .commands import docker
 from .nodes import cloud_of, local_nodes, wait_systemd
@@ -60,6 +60,11 @@ def _reboot(name: str, wait: bool, timeout: float) -> str:
 def apply(cloud_name: str | None, node: str, action: str, console: Console, delay_ms: int = 0,
           loss_percent: float = 0.0, wait: bool = True, timeout: float = 120) -> str:
     """Apply one fault; returns what happened, in a few words."""
+    vm_cloud = cloud_name or vms.cloud_named_by(node) or default_name()
+    if vms.is_vm_cloud(vm_cloud):
+        done = vms.fault(vm_cloud, node, action, wait, max(timeout, 300))
+        console.print(f"{node}: {done}", highlight=False)
+        return done
     entry = find_node(cloud_name, node)
     name, cloud = entry["name"], cloud_of(entry)
     index = int(entry["labels"]["tfprov.index"])

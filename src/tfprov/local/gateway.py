@@ -82,7 +82,7 @@ def _alive(pid: int, marker: str) -> bool:
         return False
 
 
-def _spawn(cmd: list[str], log: Path) -> int:
+def spawn(cmd: list[str], log: Path) -> int:
     """A process of the cloud's, in a session of its own: it outlives `tfprov up`, as the nodes do."""
     with open(log, "ab") as out:
         try:
@@ -108,6 +108,40 @@ def _read_state(state: Path) -> dict:
         return {}
 
 
+def start_host_proxy(state: Path, mirror: str) -> dict[str, int]:
+    """tinyproxy on the host's loopback (its allow-list), reachable through the Unix socket state/proxy.sock; the
+    pids. The private network's lab end and the VMs' guestfwd both connect to that socket."""
+    sock = state / "proxy.sock"
+    port = _free_loopback_port()
+    config, allow = tinyproxy_config(state, port, allowed_hosts(mirror))
+    (state / "proxy.conf").write_text(config)
+    (state / "proxy.allow").write_text(allow + "\n")
+    _writable_log(state / "proxy.log")
+    log = state / "gateway.log"
+    procs = {"proxy": spawn(["tinyproxy", "-d", "-c", str(state / "proxy.conf")], log),
+             "proxy_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
+                                       f"TCP:127.0.0.1:{port}"], log)}
+    for _ in range(100):  # what connects to the socket file needs it there: wait for it
+        if sock.exists():
+            break
+        time.sleep(0.05)
+    return procs
+
+
+def alive(procs: dict[str, int]) -> bool:
+    """Every recorded process (start_host_proxy's, a wheelhouse server, their socat ends) still runs."""
+    markers = {"proxy": "tinyproxy", "wheelhouse": "http.server"}
+    return bool(procs) and all(_alive(pid, markers.get(name, "socat")) for name, pid in procs.items())
+
+
+def stop_processes(procs: dict[str, int]) -> None:
+    for pid in procs.values():
+        try:
+            os.killpg(pid, signal.SIGTERM)  # the session: socat's forks go too
+        except ProcessLookupError:
+            pass
+
+
 def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | None) -> dict[str, str]:
     """Start what is not running (idempotent); the URLs the nodes use: {'proxy': ..., 'wheelhouse': ...}."""
     state = cloud.state_dir(root)
@@ -118,27 +152,15 @@ def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | Non
     if not all(_alive(procs.get(k, 0), marker) for k, marker in
                (("proxy", "tinyproxy"), ("proxy_host_end", str(sock)), ("proxy_lab_end", str(sock)))):
         stop_gateway(cloud, root)
-        port = _free_loopback_port()
-        config, allow = tinyproxy_config(state, port, allowed_hosts(mirror))
-        (state / "proxy.conf").write_text(config)
-        (state / "proxy.allow").write_text(allow + "\n")
-        _writable_log(state / "proxy.log")
-        log = state / "gateway.log"
-        procs = {"proxy": _spawn(["tinyproxy", "-d", "-c", str(state / "proxy.conf")], log),
-                 "proxy_host_end": _spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
-                                           f"TCP:127.0.0.1:{port}"], log)}
-        for _ in range(100):  # the lab's end connects to the socket file: wait for it
-            if sock.exists():
-                break
-            time.sleep(0.05)
-        procs["proxy_lab_end"] = _spawn(["ip", "netns", "exec", cloud.namespace, "socat",
+        procs = start_host_proxy(state, mirror)
+        procs["proxy_lab_end"] = spawn(["ip", "netns", "exec", cloud.namespace, "socat",
                                          f"TCP-LISTEN:{PROXY_PORT},bind={cloud.gateway},fork,reuseaddr",
-                                         f"UNIX-CONNECT:{sock}"], log)
+                                         f"UNIX-CONNECT:{sock}"], state / "gateway.log")
     urls = {"proxy": proxy_url(cloud)}
     if wheelhouse and wheelhouse.is_dir():
         served = str(wheelhouse.resolve())
         if not _alive(procs.get("wheelhouse", 0), served):
-            procs["wheelhouse"] = _spawn(["ip", "netns", "exec", cloud.namespace, sys.executable, "-m", "http.server",
+            procs["wheelhouse"] = spawn(["ip", "netns", "exec", cloud.namespace, sys.executable, "-m", "http.server",
                                           str(WHEELHOUSE_PORT), "--bind", cloud.gateway, "--directory", served],
                                          state / "gateway.log")
         urls["wheelhouse"] = wheelhouse_url(cloud)

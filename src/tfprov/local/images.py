@@ -118,6 +118,20 @@ def import_rootfs(rootfs: Path, name: str, digest: str, log: Path) -> str:
     return image_id
 
 
+def debootstrap_command(suite: str, rootfs: Path, packages: tuple[str, ...]) -> list[str]:
+    return ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite, str(rootfs),
+            debian_mirror()]
+
+
+def debootstrap(cmd: list[str], log: Path) -> None:
+    """Run it into its log; a failure is one line with the log's last."""
+    with log.open("w") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+        raise TfprovError(f"debootstrap {cmd[-3]} failed ({tail[0] if tail else 'no output'}): see {log}")
+
+
 def build_image(suite: str, console: Console, rebuild: bool = False) -> str:
     """debootstrap a minimal Debian with systemd and import it; an image of the current recipe is reused."""
     if suite not in SUITES:
@@ -144,18 +158,13 @@ def _build(suite: str, name: str, digest: str, console: Console) -> None:
     shutil.rmtree(rootfs, ignore_errors=True)  # a build cut off earlier
     log = Path(f"/var/tmp/tfprov-debootstrap-{suite}.log")
     started = time.monotonic()
-    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(NODE_PACKAGES)}", suite, str(rootfs),
-           debian_mirror()]
+    cmd = debootstrap_command(suite, rootfs, NODE_PACKAGES)
     # Measured on the 2-core test machine against a nearby mirror: 74-124 s for debootstrap and the import together.
     console.print(f"image {name}: building with debootstrap from {cmd[-1]}, then importing it (about 2 minutes "
                   f"with a nearby mirror, more on a slow link; log: {log})")
     try:
         with console.status(f"debootstrap {suite}"):
-            with log.open("w") as out:
-                proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
-            if proc.returncode != 0:
-                tail = log.read_text(errors="replace").strip().splitlines()[-1:]
-                raise TfprovError(f"debootstrap {suite} failed ({tail[0] if tail else 'no output'}): see {log}")
+            debootstrap(cmd, log)
             prepare_rootfs(rootfs)
             import_rootfs(rootfs, name, digest, log)
     finally:
