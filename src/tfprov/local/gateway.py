@@ -66,7 +66,7 @@ def _writable_log(log: Path) -> None:
         os.chown(log, pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid)
 
 
-def _free_loopback_port() -> int:
+def free_loopback_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -112,7 +112,7 @@ def start_host_proxy(state: Path, mirror: str) -> dict[str, int]:
     """tinyproxy on the host's loopback (its allow-list), reachable through the Unix socket state/proxy.sock; the
     pids. The private network's lab end and the VMs' guestfwd both connect to that socket."""
     sock = state / "proxy.sock"
-    port = _free_loopback_port()
+    port = free_loopback_port()
     config, allow = tinyproxy_config(state, port, allowed_hosts(mirror))
     (state / "proxy.conf").write_text(config)
     (state / "proxy.allow").write_text(allow + "\n")

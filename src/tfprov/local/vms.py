@@ -33,6 +33,7 @@ from . import gateway, serving_image, ssh, vm_image
 from .cloud import FIRST_HOST, check_name
 from .commands import apt_install, run
 from .images import debian_mirror
+from .nodes import assign_roles
 
 KIND = "vm"
 DEFAULT_NAME = "vm"
@@ -41,7 +42,6 @@ MEMORY_MIB = 1024
 TB_SIZE_MIB = 256
 BOOT_TIMEOUT = 300  # seconds; measured first boots on 2 cores: 25-36 s alone, 75-94 s for four at once
 KEY_BLOCK = re.compile(r"-----BEGIN SSH HOST KEY KEYS-----\s*(.*?)-----END SSH HOST KEY KEYS-----", re.S)
-DEFAULT_LAYOUTS = {1: ("chief",), 2: ("chief", "worker")}
 
 
 @dataclass
@@ -121,12 +121,6 @@ def cloud_named_by(node: str) -> str | None:
     return match.group(1) if match and is_vm_cloud(match.group(1)) else None
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def pid_of(cloud: VmCloud, vm: Vm) -> int | None:
     """QEMU's pid while it runs, else None."""
     try:
@@ -195,7 +189,7 @@ def ensure_gateway(cloud: VmCloud) -> None:
         gateway.disable_packaged_proxy()
     procs = gateway.start_host_proxy(state, debian_mirror())
     if serving_image.WHEELHOUSE.is_dir():
-        port = free_port()
+        port = gateway.free_loopback_port()
         log = state / "gateway.log"
         procs["wheelhouse"] = gateway.spawn([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                                               "--directory", str(serving_image.WHEELHOUSE)], log)
@@ -286,12 +280,17 @@ def host_keys(console_log: Path) -> list[str]:
     return [" ".join(key.split()[:2]) for key in keys]
 
 
+def ssh_options(cloud: VmCloud, vm: Vm) -> list[str]:
+    """The recorded host key required, under the VM's name; the cloud's key only. tfprov's own ssh and the
+    inventory's ansible_ssh_common_args both use them."""
+    return ["-F", "/dev/null", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={cloud.ssh.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
+            "-o", f"HostKeyAlias={vm.name}"]
+
+
 def ssh_command(cloud: VmCloud, vm: Vm, *remote: str) -> list[str]:
-    files = cloud.ssh
-    return ["ssh", "-F", "/dev/null", "-p", str(vm.ssh_port), "-i", str(files.key), "-o", "IdentitiesOnly=yes",
-            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={files.known_hosts}",
-            "-o", "GlobalKnownHostsFile=/dev/null", "-o", f"HostKeyAlias={vm.name}", "-o", "ConnectTimeout=5",
-            "-o", "BatchMode=yes", f"{ssh.LOGIN_USER}@127.0.0.1", *remote]
+    return ["ssh", *ssh_options(cloud, vm), "-p", str(vm.ssh_port), "-i", str(cloud.ssh.key),
+            "-o", "ConnectTimeout=5", "-o", "BatchMode=yes", f"{ssh.LOGIN_USER}@127.0.0.1", *remote]
 
 
 def vm_ssh(cloud: VmCloud, vm: Vm, command: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -350,14 +349,12 @@ def inventory(cloud: VmCloud) -> dict:
     """`--list` of Ansible's script protocol: the container clouds' groups and host vars (_meta: no --host calls)."""
     vms = cloud.load()
     files = cloud.ssh
-    common = (f"-F /dev/null -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null -o IdentitiesOnly=yes "
-              f"-o UserKnownHostsFile={files.known_hosts}")
     hosts = {}
     for vm in vms:
         hosts[vm.name] = {
             "ansible_host": "127.0.0.1", "ansible_port": vm.ssh_port, "ansible_user": ssh.LOGIN_USER,
             "ansible_ssh_private_key_file": str(files.key), "ansible_ssh_host_key_checking": True,
-            "ansible_ssh_common_args": f"{common} -o HostKeyAlias={vm.name}", "ansible_become": True,
+            "ansible_ssh_common_args": " ".join(ssh_options(cloud, vm)), "ansible_become": True,
             "ansible_python_interpreter": "/usr/bin/python3",
             "tfprov_node_role": vm.role, "tfprov_node_state": "running" if pid_of(cloud, vm) else "stopped",
             "tfprov_tf_address": vm.address, "tfprov_tf_port": 2222, "tfprov_serving_grpc_port": 8500,
@@ -394,9 +391,7 @@ def up(count: int, roles: list[str] | None, name: str | None, console: Console,
                           "first, or give the VMs another --name")
     if base is not None and not base.is_file():
         raise TfprovError(f"--image {base}: no such VM image (tfprov local bake NODE makes one)")
-    roles = roles or list(DEFAULT_LAYOUTS.get(count, ("chief", *(["worker"] * (count - 1)))))
-    if len(roles) != count:
-        raise TfprovError(f"--roles names {len(roles)} role(s) for {count} node(s): give one role per node")
+    roles = assign_roles(count, roles)  # the container clouds' layouts and role checks
     image = vm_image.build(console)
     public_key = ssh.ensure_key_pair(cloud.ssh)
     existing = {vm.index: vm for vm in cloud.load()}
@@ -413,8 +408,8 @@ def up(count: int, roles: list[str] | None, name: str | None, console: Console,
         else:
             if vm:
                 remove(cloud, vm, console)
-            vm = Vm(index, role, cloud.name, free_port(), f"{cloud.name}-{index}-{os.urandom(4).hex()}",
-                    str(base or image.disk), str(image.directory))
+            vm = Vm(index, role, cloud.name, gateway.free_loopback_port(),
+                    f"{cloud.name}-{index}-{os.urandom(4).hex()}", str(base or image.disk), str(image.directory))
             new.append(vm)
         vms.append(vm)
         cloud.save(vms + [v for i, v in existing.items() if i > index and i <= count])
