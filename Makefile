@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults test-vm heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
+.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, then recovered (too long for CI)"
 	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
+	@echo "make test-vm-heavy - whole nodes on VMs: cluster + firewall across reboot, baked node adopted, DKMS build (by hand)"
 
 $(BIN)/tfprov: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -150,12 +151,17 @@ bench-inventory: venv
 	$(BIN)/python bench/inventory_scale.py --instances 1000 --repeat 3
 
 integration: images serving-image baked-image
-	$(BIN)/pytest -q -m "integration and not cluster_faults and not vm"
+	$(BIN)/pytest -q -m "integration and not cluster_faults and not vm and not vm_heavy"
 
 # The local cloud's VM flavour: two Debian 12 VMs under QEMU (TCG), their reboots, cloud-init, the idle guard's
 # poweroff and a baked image booted as a new node. Minutes of emulated CPU: run by hand (times in README).
 test-vm: venv
 	$(BIN)/pytest -q -s -m vm
+
+# Whole nodes on VMs: a cluster converged (TensorFlow installed under emulation), its firewall across a reboot, a
+# converged VM baked and adopted with nothing changed, the driver's DKMS module built for the VM's kernel.
+test-vm-heavy: venv
+	$(BIN)/pytest -q -s -m vm_heavy
 
 # Faults injected into `tfprov run cluster` (a task killed mid-check, a re-run recovering): minutes, not for every CI run.
 cluster-faults: images baked-image

@@ -1,12 +1,11 @@
 """The local cloud's VM flavour: real kernels under QEMU (`tfprov up local --kind vm`), `make test-vm`.
 
 Two Debian 12 VMs booted from the cloud image through cloud-init: SSH as `debian` with the host keys read from their
-consoles (a forged key refused), their private segment (and no way out), a reboot back on the same address and
-host key, a cut link, the driver role's reboot path (install through the gateway's proxy, reboot, re-read, the
-one-line refusal; and no reboot when told not to), the idle-stop guard's `poweroff` really stopping a VM and `up`
-starting it again, a
+consoles (a forged key refused), their private segment (and no way out), a cut link, a reboot back on the same
+address and host key, the idle-stop guard's `poweroff` really stopping a VM and `up` starting it again, a
 generalized VM imaged and booted as a new node (new host keys and machine-id, cloud-init run again, the old key
-refused), and the host's network as it was after `down`.
+refused), and the host's network as it was after `down`. Meanwhile, on the other VM, the driver role's reboot path
+(install through the gateway's proxy, reboot, re-read, the one-line refusal; and no reboot when told not to).
 """
 
 import json
@@ -30,6 +29,7 @@ VM_1, VM_2 = f"tfprov-{CLOUD}-1", f"tfprov-{CLOUD}-2"
 STATE = ROOT / ".tfprov" / "local" / "clouds" / CLOUD
 INVENTORY = str(STATE / "inventory")
 KNOWN_HOSTS = ROOT / ".tfprov" / "local" / "ssh" / f"known_hosts.{CLOUD}"
+BAKED_CLOUD = "itvmb"  # a new node booted from VM_2's image
 
 
 def tfprov(*args, check=True, timeout=900):
@@ -38,13 +38,14 @@ def tfprov(*args, check=True, timeout=900):
     return proc
 
 
-def vm(name: str) -> dict:
-    return next(node for node in json.loads((STATE / "vms.json").read_text())["nodes"]
-                if f"tfprov-{CLOUD}-{node['index']}" == name)
+def vm(name: str, cloud: str = CLOUD) -> dict:
+    state = ROOT / ".tfprov" / "local" / "clouds" / cloud / "vms.json"
+    return next(node for node in json.loads(state.read_text())["nodes"] if f"tfprov-{cloud}-{node['index']}" == name)
 
 
-def vm_ssh(name: str, command: str, known_hosts: Path = KNOWN_HOSTS, timeout=60) -> subprocess.CompletedProcess:
-    node = vm(name)
+def vm_ssh(name: str, command: str, known_hosts: Path = KNOWN_HOSTS, timeout=60,
+           cloud: str = CLOUD) -> subprocess.CompletedProcess:
+    node = vm(name, cloud)
     cmd = ["ssh", "-F", "/dev/null", "-p", str(node["ssh_port"]), "-i", str(KNOWN_HOSTS.parent / "id_ed25519"),
            "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known_hosts}",
            "-o", "GlobalKnownHostsFile=/dev/null", "-o", f"HostKeyAlias={name}", "-o", "BatchMode=yes",
@@ -135,7 +136,25 @@ def test_a_cut_vm_is_off_the_segment_until_restored(vms):
     assert connects(VM_1, "10.220.0.12")
 
 
-def test_a_rebooted_vm_comes_back_with_its_address_and_host_key(vms):
+def driver_command(**extra) -> list[str]:
+    return [PLAYBOOK, "-i", INVENTORY, "-l", VM_1, "-e", json.dumps(extra), "tests/integration/vm/driver_reboot.yml"]
+
+
+@pytest.fixture(scope="module")
+def driver_on_vm_1(vms, tmp_path_factory):
+    """The driver role's run on VM_1 (minutes of emulated apt), started once the tests that need VM_1 up are done,
+    while VM_2's tests go on: VM_1's reboot in it then disturbs nothing."""
+    log = tmp_path_factory.mktemp("driver") / "driver.log"
+    before = vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
+    started = time.monotonic()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(driver_command(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+    yield proc, log, started, before
+    if proc.poll() is None:
+        proc.kill()
+
+
+def test_a_rebooted_vm_comes_back_with_its_address_and_host_key(vms, driver_on_vm_1):
     before = vm_ssh(VM_2, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
     proc = tfprov("local", "fault", VM_2, "reboot")
     assert "rebooted in" in proc.stdout, proc.stdout
@@ -145,42 +164,13 @@ def test_a_rebooted_vm_comes_back_with_its_address_and_host_key(vms):
     assert boot != before and "10.220.0.12/24" in addr
 
 
-def driver_run(**extra) -> subprocess.CompletedProcess:
-    return subprocess.run([PLAYBOOK, "-i", INVENTORY, "-l", VM_1, "-e", json.dumps(extra),
-                           "tests/integration/vm/driver_reboot.yml"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=1500)
-
-
-def test_the_driver_role_reboots_a_vm_whose_driver_is_not_loaded_rereads_it_and_refuses_in_one_line(vms):
-    before = vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
-    started = time.monotonic()
-    proc = driver_run()
-    print(f"driver role with its reboot: {time.monotonic() - started:.0f} s")
-    out = proc.stdout
-    assert proc.returncode == 2, out[-4000:]
-    assert "TASK [tfprov.gpu.nvidia_driver : Reboot to load the driver" in out
-    assert "Read the driver state after the reboot" in out and "Record the node's new boot" in out
-    # One message (the YAML callback folds it over lines): what happened, and what the CUDA needs.
-    assert re.search(r"after installing and rebooting, the driver is not loaded; CUDA [0-9.]+ needs >= [0-9.]+",
-                     " ".join(out.split())), out[-4000:]
-    after = vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id; sudo -n dkms status >/dev/null && echo dkms; "
-                         "cat /etc/modprobe.d/blacklist-nouveau.conf")
-    assert after.stdout.split()[0] != before and "dkms" in after.stdout and "blacklist nouveau" in after.stdout
-
-    # nvidia_driver_reboot: false leaves the node as it is, and says what to do.
-    rebooted = after.stdout.split()[0]
-    proc = driver_run(nvidia_driver_reboot=False)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    assert ("The NVIDIA driver is installed but not loaded: reboot this node (nvidia_driver_reboot is false)"
-            in " ".join(proc.stdout.split())), proc.stdout[-3000:]
-    assert vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id").stdout.strip() == rebooted
-
-
 def test_the_idle_stop_guard_powers_a_vm_off_and_up_starts_it_again(vms):
     # A one-minute window; the VM's load under emulation says nothing of a job, so only sessions count here.
     extra = {"tfprov_idle_stop_minutes": 1, "idle_stop_cpu_threshold": 100}
+    # No persistent SSH master: it would hold a session open on the VM for a minute after the play.
+    env = {**os.environ, "ANSIBLE_SSH_ARGS": "-o ControlMaster=no -o ServerAliveInterval=5 -o ServerAliveCountMax=3"}
     proc = subprocess.run([PLAYBOOK, "-i", INVENTORY, "-l", VM_2, "-e", json.dumps(extra), "playbooks/idle_stop.yml"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:]
     key = KNOWN_HOSTS.read_text()
     started = time.monotonic()
@@ -201,27 +191,57 @@ def test_the_idle_stop_guard_powers_a_vm_off_and_up_starts_it_again(vms):
 
 
 def test_a_generalized_vm_imaged_boots_as_a_new_node(vms):
-    old_key = [line for line in KNOWN_HOSTS.read_text().splitlines() if line.startswith(VM_2 + " ")]
+    old_key = [line.split(None, 1)[1] for line in KNOWN_HOSTS.read_text().splitlines() if line.startswith(VM_2 + " ")]
     old_id = vm_ssh(VM_2, "cat /etc/machine-id").stdout.strip()
     gen = subprocess.run([PLAYBOOK, "-i", INVENTORY, "-l", VM_2, "--tags", "generalize", "playbooks/bake_image.yml"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert gen.returncode == 0, gen.stdout[-3000:]
     image = tfprov("local", "bake", VM_2, f"{CLOUD}-test")
     assert "imaged to" in image.stdout
-    # Both nodes again, from the image (as for container nodes, those of another image are replaced): new VMs
-    # (new instance ids for cloud-init), the same names and addresses.
-    up = tfprov("up", "local", "--kind", "vm", "--name", CLOUD, "--nodes", "2", "--image", f"{CLOUD}-test")
-    assert "booting 2 new VM" in up.stdout, up.stdout
-    new_key = [line for line in KNOWN_HOSTS.read_text().splitlines() if line.startswith(VM_2 + " ")]
-    assert new_key and new_key != old_key
-    stale = KNOWN_HOSTS.with_name("known_hosts.stale")
-    stale.write_text("\n".join(old_key) + "\n")
+    # A new node from the image, in a cloud of its own (VM_1 is busy with the driver meanwhile): a new instance id
+    # for cloud-init, new host keys, a new machine-id.
+    booted = f"tfprov-{BAKED_CLOUD}-1"
     try:
-        assert "Host key verification failed" in vm_ssh(VM_2, "true", known_hosts=stale).stderr
+        up = tfprov("up", "local", "--kind", "vm", "--name", BAKED_CLOUD, "--nodes", "1", "--image", f"{CLOUD}-test")
+        assert "booting 1 new VM" in up.stdout, up.stdout
+        hosts = KNOWN_HOSTS.with_name(f"known_hosts.{BAKED_CLOUD}")
+        new_key = [line.split(None, 1)[1] for line in hosts.read_text().splitlines() if line.startswith(booted + " ")]
+        assert new_key and not set(new_key) & set(old_key)
+        stale = KNOWN_HOSTS.with_name("known_hosts.stale")
+        stale.write_text("".join(f"{booted} {key}\n" for key in old_key))  # the baked VM's keys: refused
+        try:
+            assert "Host key verification failed" in vm_ssh(booted, "true", known_hosts=stale, cloud=BAKED_CLOUD).stderr
+        finally:
+            stale.unlink()
+        fresh = vm_ssh(booted, "cat /etc/machine-id; cloud-init status; sudo cloud-init query instance_id",
+                       known_hosts=hosts, cloud=BAKED_CLOUD)
+        machine_id, status, instance = fresh.stdout.split("\n")[:3]
+        assert machine_id and machine_id != old_id and status == "status: done"
+        assert instance == vm(booted, BAKED_CLOUD)["instance_id"]
     finally:
-        stale.unlink()
-    fresh = vm_ssh(VM_2, "cat /etc/machine-id; cloud-init status; sudo cloud-init query instance_id")
-    machine_id, status, instance = fresh.stdout.split("\n")[:3]
-    assert machine_id and machine_id != old_id and status == "status: done" and instance == vm(VM_2)["instance_id"]
-    tfprov("down", "local", "--kind", "vm", "--name", CLOUD)  # the image's users first, then the image
-    (local_vms.BAKED / f"{CLOUD}-test.qcow2").unlink()
+        tfprov("down", "local", "--kind", "vm", "--name", BAKED_CLOUD)  # the image's users first, then the image
+        (local_vms.BAKED / f"{CLOUD}-test.qcow2").unlink(missing_ok=True)
+
+def test_the_driver_role_reboots_a_vm_whose_driver_is_not_loaded_rereads_it_and_refuses_in_one_line(driver_on_vm_1):
+    proc, log, started, before = driver_on_vm_1
+    proc.wait(timeout=1500)
+    print(f"driver role with its reboot: {time.monotonic() - started:.0f} s (beside VM_2's tests)")
+    out = log.read_text()
+    assert proc.returncode == 2, out[-4000:]
+    assert "TASK [tfprov.gpu.nvidia_driver : Reboot to load the driver" in out
+    assert "Read the driver state after the reboot" in out and "Record the node's new boot" in out
+    # One message (the YAML callback folds it over lines): what happened, and what the CUDA needs.
+    assert re.search(r"after installing and rebooting, the driver is not loaded; CUDA [0-9.]+ needs >= [0-9.]+",
+                     " ".join(out.split())), out[-4000:]
+    after = vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id; sudo -n dkms status >/dev/null && echo dkms; "
+                         "cat /etc/modprobe.d/blacklist-nouveau.conf")
+    assert after.stdout.split()[0] != before and "dkms" in after.stdout and "blacklist nouveau" in after.stdout
+
+    # nvidia_driver_reboot: false leaves the node as it is, and says what to do.
+    rebooted = after.stdout.split()[0]
+    again = subprocess.run(driver_command(nvidia_driver_reboot=False), cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert ("The NVIDIA driver is installed but not loaded: reboot this node (nvidia_driver_reboot is false)"
+            in " ".join(again.stdout.split())), again.stdout[-3000:]
+    assert vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id").stdout.strip() == rebooted

@@ -7,8 +7,10 @@ import subprocess
 
 import pytest
 import yaml
+from rich.console import Console
 
 from tfprov.cli import main
+from tfprov.errors import TfprovError
 from tfprov.local import vm_hub, vms
 from tfprov.local.vm_image import VmImage
 
@@ -28,6 +30,15 @@ def test_the_seed_makes_debian_with_the_key_and_sudo_and_a_fixed_segment_address
     assert net["eth0"] == {"dhcp4": True} and net["eth1"] == {"addresses": ["10.220.0.12/24"]}
 
 
+def test_the_seed_hands_the_vm_the_hosts_ca_bundle_when_there_is_one(tmp_path, monkeypatch):
+    bundle = tmp_path / "ca.crt"
+    monkeypatch.setattr(vms.nodes, "HOST_CA_BUNDLE", bundle)
+    assert yaml.safe_load(vms.user_data(make_vm(), "k"))["write_files"] == []
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    written = yaml.safe_load(vms.user_data(make_vm(), "k"))["write_files"]
+    assert written == [{"path": vms.nodes.NODE_CA_BUNDLE, "content": bundle.read_text(), "permissions": "0644"}]
+
+
 def test_qemu_forwards_only_ssh_on_loopback_and_restricts_the_rest(tmp_path, monkeypatch):
     monkeypatch.setenv("TFPROV_HOME", str(tmp_path))
     (tmp_path / "galaxy.yml").write_text("")
@@ -35,6 +46,7 @@ def test_qemu_forwards_only_ssh_on_loopback_and_restricts_the_rest(tmp_path, mon
     cmd = " ".join(vms.qemu_command(vms.VmCloud("t"), make_vm(port=50123), VmImage(tmp_path / "img")))
     assert "user,id=user,restrict=on,hostfwd=tcp:127.0.0.1:50123-:22" in cmd
     assert cmd.count("hostfwd") == 1 and "tcg,tb-size=" in cmd and "-accel kvm" not in cmd
+    assert "-cpu max" in cmd  # AVX for TensorFlow's wheels
     assert f"addr.path={tmp_path}/.tfprov/local/clouds/t/segment.sock" in cmd  # the segment: a Unix socket
 
 
@@ -74,6 +86,7 @@ def test_the_inventory_has_the_group_contract_and_reads_state_live(tmp_path, mon
     assert "StrictHostKeyChecking=yes" in host["ansible_ssh_common_args"]
     assert "HostKeyAlias=tfprov-t-2" in host["ansible_ssh_common_args"]
     assert host["tfprov_node_state"] == "stopped"  # no QEMU running
+    assert host["tfprov_require_gpu"] is False and host["preflight_min_memory_mb"] < vms.MEMORY_MIB
     vm_dir = cloud.vm_dir(make_vm(2))
     vm_dir.mkdir(parents=True)
     sleeper = subprocess.Popen(["sleep", "30"])
@@ -143,3 +156,15 @@ def test_a_vm_cloud_and_a_container_cloud_never_share_a_name(tmp_path, monkeypat
     (containers / "gateway.json").write_text("{}")
     with pytest.raises(Exception, match="local cloud box holds container nodes"):
         vms.up(1, None, "box", None)
+
+
+def test_a_vm_that_had_to_be_killed_is_not_baked(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFPROV_HOME", str(tmp_path))
+    (tmp_path / "galaxy.yml").write_text("")
+    (tmp_path / "playbooks").mkdir()
+    vms.VmCloud("t").save([make_vm()])
+    monkeypatch.setattr(vms, "stop", lambda cloud, vm, timeout: False)  # no clean power-off: writes may be lost
+    monkeypatch.setattr(vms, "run", lambda *a, **k: pytest.fail("a killed VM's disk was imaged"))
+    with pytest.raises(TfprovError, match="did not power off within 3 minutes and was killed"):
+        vms.bake("t", "1", str(tmp_path / "img.qcow2"), Console())
+    assert not (tmp_path / "img.qcow2").exists()

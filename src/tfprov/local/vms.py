@@ -8,7 +8,7 @@ NIC on the cloud's private segment (vm_hub.py, a Unix socket) with fixed address
 serial console, where cloud-init prints them at first boot, and ssh requires them (never ignored).
 
 KVM is not usable on the test machine: QEMU runs under TCG, its translation cache kept small (tb-size) so that a
-VM takes about 0.8 GiB.
+VM takes about 0.8 GiB. The CPU model is QEMU's `max` (AVX and AVX2 under TCG): TensorFlow's wheels need AVX.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rich.console import Console
 
 from ..errors import TfprovError
 from ..project import project_root
-from . import gateway, serving_image, ssh, vm_image
+from . import gateway, nodes, serving_image, ssh, vm_image
 from .cloud import FIRST_HOST, check_name
 from .commands import apt_install, run
 from .images import debian_mirror
@@ -40,6 +40,9 @@ DEFAULT_NAME = "vm"
 SUBNET = "10.220.0"  # the segment is the hub's alone (no kernel routes it): every VM cloud may use the same range
 MEMORY_MIB = 1024
 TB_SIZE_MIB = 256
+# A cloud VM's disk (sparse: only what is written takes space); cloud-init's resizefs grows the image's root file
+# system to it at first boot, as on a cloud. Room for the whole GPU stack, which preflight asks for.
+DISK_GB = 32
 BOOT_TIMEOUT = 300  # seconds; measured first boots on 2 cores: 25-36 s alone, 75-94 s for four at once
 KEY_BLOCK = re.compile(r"-----BEGIN SSH HOST KEY KEYS-----\s*(.*?)-----END SSH HOST KEY KEYS-----", re.S)
 
@@ -142,6 +145,9 @@ def user_data(vm: Vm, public_key: str) -> str:
         "ssh_pwauth": False,
         "ssh_genkeytypes": ["ed25519"],
         "locale": False,
+        # The host's CA bundle, as the container nodes get it mounted: pip in the VM trusts what the host trusts.
+        "write_files": [{"path": nodes.NODE_CA_BUNDLE, "content": nodes.HOST_CA_BUNDLE.read_text(),
+                         "permissions": "0644"}] if nodes.HOST_CA_BUNDLE.is_file() else [],
     }, indent=1) + "\n"
 
 
@@ -212,12 +218,14 @@ def qemu_command(cloud: VmCloud, vm: Vm, image: vm_image.VmImage) -> list[str]:
     directory = cloud.vm_dir(vm)
     return [
         "qemu-system-x86_64", "-name", vm.name, "-machine", "q35", "-accel", f"tcg,tb-size={TB_SIZE_MIB}",
-        "-m", str(MEMORY_MIB), "-smp", "1", "-display", "none", "-daemonize",
+        "-cpu", "max", "-m", str(MEMORY_MIB), "-smp", "1", "-display", "none", "-daemonize",
         "-pidfile", str(directory / "qemu.pid"), "-serial", f"file:{directory / 'console.log'}",
         "-monitor", f"unix:{directory / 'monitor.sock'},server=on,wait=off",
         "-kernel", str(image.kernel), "-initrd", str(image.initrd),
         "-append", "root=/dev/vda rw console=ttyS0 net.ifnames=0 biosdevname=0",
-        "-drive", f"file={directory / 'disk.qcow2'},if=virtio,format=qcow2",
+        # cache=unsafe: the guest's flushes are not passed on (dpkg syncs every file; emulated, that costs minutes).
+        # A VM's disk is thrown away with it; `local bake` images it only after a clean power-off.
+        "-drive", f"file={directory / 'disk.qcow2'},if=virtio,format=qcow2,cache=unsafe",
         "-drive", f"file={directory / 'seed.img'},if=virtio,format=raw,readonly=on",
         "-netdev", f"user,id=user,restrict=on,hostfwd=tcp:127.0.0.1:{vm.ssh_port}-:22{guestfwd(cloud)}",
         "-device", f"virtio-net-pci,netdev=user,mac={vm.mac_user}",
@@ -260,8 +268,8 @@ def create(cloud: VmCloud, vm: Vm, image: vm_image.VmImage, public_key: str) -> 
     directory.mkdir(parents=True, exist_ok=True)
     base = Path(vm.base)
     fmt = "qcow2" if base.suffix == ".qcow2" else "raw"
-    run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", str(base), str(directory / "disk.qcow2")],
-        f"qemu-img create for {vm.name}")
+    run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", str(base), str(directory / "disk.qcow2"),
+         f"{DISK_GB}G"], f"qemu-img create for {vm.name}")
     (directory / "console.log").unlink(missing_ok=True)
     write_seed(cloud, vm, public_key)
     boot(cloud, vm, image)
@@ -322,7 +330,13 @@ def wait_ready(cloud: VmCloud, vms: list[Vm], console: Console, started: float,
                               f"(host key {found[0].split()[0]} from the console)", highlight=False)
         time.sleep(2)
     for vm in vms:
-        done = vm_ssh(cloud, vm, "cloud-init status --wait", timeout=BOOT_TIMEOUT)
+        # A VM that was already running may be rebooting or too busy to answer in time: ssh's own failure (255) is
+        # tried again until the boot timeout, cloud-init's answer is final.
+        while True:
+            done = vm_ssh(cloud, vm, "cloud-init status --wait", timeout=BOOT_TIMEOUT)
+            if done.returncode != 255 or time.monotonic() - started > BOOT_TIMEOUT:
+                break
+            time.sleep(2)
         if "status: done" not in done.stdout:
             raise TfprovError(f"{vm.name}: cloud-init did not finish: {(done.stdout + done.stderr).strip()[-200:]}")
     return keys
@@ -360,6 +374,11 @@ def inventory(cloud: VmCloud) -> dict:
             "tfprov_tf_address": vm.address, "tfprov_tf_port": 2222, "tfprov_serving_grpc_port": 8500,
             "tfprov_serving_rest_port": 8501, "tfprov_no_proxy": f"{SUBNET}.0/24", "tfprov_http_proxy": PROXY_URL,
             "tfprov_local_wheelhouse": WHEELHOUSE_URL if serving_image.WHEELHOUSE.is_dir() else "",
+            "tfprov_ca_bundle": nodes.NODE_CA_BUNDLE if nodes.HOST_CA_BUNDLE.is_file() else "",
+            "tfprov_require_gpu": False,  # no GPU can be attached here, as on the container nodes
+            # 1 GiB VMs: TensorFlow's CPU build installs, imports and runs the check in them (measured), below the
+            # 3.5 GB preflight asks of a GPU node.
+            "preflight_min_memory_mb": MEMORY_MIB - 100,
         }
     groups: dict[str, dict] = {"tfprov_nodes": {"hosts": sorted(hosts)}}
     for vm in vms:
@@ -425,17 +444,20 @@ def up(count: int, roles: list[str] | None, name: str | None, console: Console,
     return cloud, vms
 
 
-def stop(cloud: VmCloud, vm: Vm, timeout: float = 60) -> None:
-    """Power the VM off as a cloud's stop does (ACPI), then make sure QEMU is gone."""
+def stop(cloud: VmCloud, vm: Vm, timeout: float = 60) -> bool:
+    """Power the VM off as a cloud's stop does (ACPI), then make sure QEMU is gone. False when it had to be killed
+    (its disk may then miss writes: cache=unsafe)."""
     pid = pid_of(cloud, vm)
     if not pid:
-        return
+        return True
     monitor(cloud, vm, "system_powerdown")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and pid_of(cloud, vm):
         time.sleep(0.5)
     if pid_of(cloud, vm):
         os.kill(pid, signal.SIGKILL)
+        return False
+    return True
 
 
 def monitor(cloud: VmCloud, vm: Vm, command: str) -> None:
@@ -554,7 +576,9 @@ def bake(name: str, node: str, image: str, console: Console) -> Path:
         raise TfprovError(f"no VM {node!r} in the local cloud {name}")
     dest = baked_path(image)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    stop(cloud, vm)
+    if not stop(cloud, vm, timeout=180):
+        raise TfprovError(f"{vm.name} did not power off within 3 minutes and was killed: its disk is not imaged "
+                          "(it may miss writes); start it with `tfprov up local --kind vm` and bake again")
     tmp = dest.with_suffix(".partial")
     started = time.monotonic()
     run(["qemu-img", "convert", "-O", "qcow2", str(cloud.vm_dir(vm) / "disk.qcow2"), str(tmp)],
