@@ -83,7 +83,7 @@ def test_the_inventory_has_the_group_contract_and_reads_state_live(tmp_path, mon
     assert listed["tfprov_worker"]["hosts"] == ["tfprov-t-2"]
     host = listed["_meta"]["hostvars"]["tfprov-t-2"]
     assert (host["ansible_port"], host["ansible_user"], host["tfprov_tf_address"]) == (50002, "debian", "10.220.0.12")
-    assert "StrictHostKeyChecking=yes" in host["ansible_ssh_common_args"]
+    assert "StrictHostKeyChecking=yes" in host["ansible_ssh_common_args"] and host["ansible_ssh_retries"] == 3
     assert "HostKeyAlias=tfprov-t-2" in host["ansible_ssh_common_args"]
     assert host["tfprov_node_state"] == "stopped"  # no QEMU running
     assert host["tfprov_require_gpu"] is False and host["preflight_min_memory_mb"] < vms.MEMORY_MIB

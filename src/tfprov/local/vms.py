@@ -145,6 +145,7 @@ def user_data(vm: Vm, public_key: str) -> str:
         "ssh_pwauth": False,
         "ssh_genkeytypes": ["ed25519"],
         "locale": False,
+        "manage_etc_hosts": True,  # its own name in /etc/hosts: sudo resolves it without DNS (there is none)
         # The host's CA bundle, as the container nodes get it mounted: pip in the VM trusts what the host trusts.
         "write_files": [{"path": nodes.NODE_CA_BUNDLE, "content": nodes.HOST_CA_BUNDLE.read_text(),
                          "permissions": "0644"}] if nodes.HOST_CA_BUNDLE.is_file() else [],
@@ -370,6 +371,9 @@ def inventory(cloud: VmCloud) -> dict:
             "ansible_ssh_private_key_file": str(files.key), "ansible_ssh_host_key_checking": True,
             "ansible_ssh_common_args": " ".join(ssh_options(cloud, vm)), "ansible_become": True,
             "ansible_python_interpreter": "/usr/bin/python3",
+            # An emulated VM just back from a reboot, or busy, can miss ssh's keep-alives: ssh's own failures (255)
+            # are tried again before a VM is called unreachable (the container clouds keep Ansible's 0).
+            "ansible_ssh_retries": 3,
             "tfprov_node_role": vm.role, "tfprov_node_state": "running" if pid_of(cloud, vm) else "stopped",
             "tfprov_tf_address": vm.address, "tfprov_tf_port": 2222, "tfprov_serving_grpc_port": 8500,
             "tfprov_serving_rest_port": 8501, "tfprov_no_proxy": f"{SUBNET}.0/24", "tfprov_http_proxy": PROXY_URL,
