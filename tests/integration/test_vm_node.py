@@ -51,7 +51,7 @@ def on(host: str, command: str) -> str:
 
 def report(output: str) -> dict:
     path = next(line.split("report: ", 1)[1].strip() for line in output.splitlines() if line.startswith("report: "))
-    return json.loads(open(path).read())
+    return json.loads(Path(path).read_text())
 
 
 def changed(rep: dict) -> dict[str, int]:
