@@ -10,6 +10,8 @@ import os
 NVIDIA_VENDOR = "0x10de"
 # PCI classes of GPUs: VGA controller (0x0300xx) and 3D controller (0x0302xx, datacenter cards).
 GPU_CLASSES = ("0x0300", "0x0302")
+# NVSwitch (HGX A100 and later boards): a bridge of class 0x0680 ("other bridge").
+NVSWITCH_CLASSES = ("0x0680",)
 
 
 def _read(path):
@@ -25,6 +27,11 @@ def nvidia_gpus(sysfs_root="/sys"):
 
     The NVIDIA audio and USB functions of the same card have other classes and are left out.
     """
+    return nvidia_devices(sysfs_root, GPU_CLASSES)
+
+
+def nvidia_devices(sysfs_root, classes):
+    """The NVIDIA PCI functions whose class starts with one of `classes`, as nvidia_gpus describes them."""
     devices_dir = os.path.join(sysfs_root, "bus", "pci", "devices")
     try:
         entries = sorted(os.listdir(devices_dir))
@@ -35,7 +42,7 @@ def nvidia_gpus(sysfs_root="/sys"):
         base = os.path.join(devices_dir, entry)
         vendor = _read(os.path.join(base, "vendor"))
         pci_class = _read(os.path.join(base, "class")) or ""
-        if vendor != NVIDIA_VENDOR or not pci_class.startswith(GPU_CLASSES):
+        if vendor != NVIDIA_VENDOR or not pci_class.startswith(classes):
             continue
         driver_link = os.path.join(base, "driver")
         driver = os.path.basename(os.readlink(driver_link)) if os.path.islink(driver_link) else None

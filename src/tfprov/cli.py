@@ -21,6 +21,7 @@ from . import (
     fleet,
     fleet_drift,
     fleet_status,
+    gate,
     idle,
     retry,
     services,
@@ -44,6 +45,8 @@ SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 _STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red", "not reached": "yellow"}
 CLUSTER_PLAYBOOK = "cluster.yml"
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+GATE_LEVELS = ("quick", "default", "deep")
+GATE_PLAYBOOK = "tasks/gpu_gate.yml"
 
 
 _RUN_EPILOG = f"""\
@@ -81,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_argument("--strategy", choices=STRATEGIES,
                      help="tf.distribute strategy (default multi_worker_mirrored; parameter_server needs a tfprov_ps "
                           "node)")
+    r.add_argument("--level", choices=GATE_LEVELS,
+                   help="the admission gate's depth (tfprov_gate_level): quick (nvidia-smi and the kernel log; what "
+                        "run node and run cluster end with), default (and DCGM's level 1 diagnostics where DCGM is "
+                        "installed; what run gate does), deep (DCGM level 3 and the all-reduce bandwidth)")
     b = sub.add_parser("bench", help="run the GPU check and matmul bench on every node (the plan 'bench')",
                        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     b.set_defaults(name="bench")
@@ -252,12 +259,24 @@ def job_extravars(args, plan: plan_mod.Plan, extra: dict | None = None) -> dict:
     return found
 
 
+def gate_extravars(args, plan: plan_mod.Plan) -> dict:
+    """--level as tfprov_gate_level, for the plans that run the admission gate (their playbooks import it)."""
+    level = getattr(args, "level", None)
+    if level is None:
+        return {}
+    if not any(GATE_PLAYBOOK in step.playbook.read_text() for step in plan.steps if step.playbook.is_file()):
+        raise TfprovError(f"--level applies to plans that run the admission gate (gate, node, cluster, fleet), "
+                          f"not {plan.name}")
+    return {"tfprov_gate_level": level}
+
+
 def cmd_run(args, out: Console) -> int:
     root = project_root()
     plan = plan_mod.resolve(args.name, root)
     # The dedicated flags win over -e: they are the more specific way to say the same thing.
     variables = extravars.parse(args.extra_vars)
     variables |= job_extravars(args, plan, variables)
+    variables |= gate_extravars(args, plan)
     if args.retry_failed and not retry.apply(args, root, plan.name, DEFAULT_INVENTORY,
                                              lambda line: out.print(line, highlight=False)):
         return 0
@@ -290,6 +309,9 @@ def cmd_run(args, out: Console) -> int:
     found = bench.checks(report)
     if found:
         out.print(bench.check_table(found))
+    judged = gate.verdicts(report)
+    if judged:
+        out.print(gate.table(judged))
     models = services.serving(report)
     if models:
         out.print(services.serving_table(models))

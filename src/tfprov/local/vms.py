@@ -39,6 +39,9 @@ KIND = "vm"
 DEFAULT_NAME = "vm"
 SUBNET = "10.220.0"  # the segment is the hub's alone (no kernel routes it): every VM cloud may use the same range
 MEMORY_MIB = 1024
+# vCPUs per VM. One by default: under TCG each vCPU is a host thread, and two VMs fill this 2-core machine. A lone
+# long build (the driver's DKMS module) finishes sooner with 2 (QEMU's multi-threaded TCG).
+CPUS_ENV = "TFPROV_VM_CPUS"
 TB_SIZE_MIB = 256
 # A cloud VM's disk (sparse: only what is written takes space); cloud-init's resizefs grows the image's root file
 # system to it at first boot, as on a cloud. Room for the whole GPU stack, which preflight asks for.
@@ -215,11 +218,19 @@ def guestfwd(cloud: VmCloud) -> str:
 
 # --- boot ---
 
+def vm_cpus() -> int:
+    value = os.environ.get(CPUS_ENV, "1")
+    if not value.isdigit() or not 1 <= int(value) <= (os.cpu_count() or 1):
+        raise TfprovError(f"{CPUS_ENV}={value!r}: give a whole number of vCPUs from 1 to this machine's "
+                          f"{os.cpu_count()} cores")
+    return int(value)
+
+
 def qemu_command(cloud: VmCloud, vm: Vm, image: vm_image.VmImage) -> list[str]:
     directory = cloud.vm_dir(vm)
     return [
-        "qemu-system-x86_64", "-name", vm.name, "-machine", "q35", "-accel", f"tcg,tb-size={TB_SIZE_MIB}",
-        "-cpu", "max", "-m", str(MEMORY_MIB), "-smp", "1", "-display", "none", "-daemonize",
+        "qemu-system-x86_64", "-name", vm.name, "-machine", "q35", "-accel", f"tcg,tb-size={TB_SIZE_MIB},thread=multi",
+        "-cpu", "max", "-m", str(MEMORY_MIB), "-smp", str(vm_cpus()), "-display", "none", "-daemonize",
         "-pidfile", str(directory / "qemu.pid"), "-serial", f"file:{directory / 'console.log'}",
         "-monitor", f"unix:{directory / 'monitor.sock'},server=on,wait=off",
         "-kernel", str(image.kernel), "-initrd", str(image.initrd),

@@ -1,0 +1,258 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: gpu_health
+short_description: Whether a GPU node is fit to admit, from nvidia-smi and the kernel log, one line per problem
+version_added: 1.1.0
+description:
+  - Reads C(nvidia-smi -q -x), C(nvidia-smi nvlink -s), the kernel log since boot and, where the node has
+    NVSwitches, whether C(nvidia-fabricmanager) runs; then judges the node.
+  - "Failures: fewer GPUs than the node should have (its instance type's count, or those on the PCI bus);
+    uncorrectable ECC errors since the driver loaded; pages waiting to be retired; a pending or failed row remapping;
+    clocks held down by a hardware slowdown, thermal or power brake; under load (an idle link trains down, so it is
+    not judged at idle), a PCIe link narrower than the node's identical GPUs, or of a lower generation than both
+    the card and the host's port offer; an NVLink link down; NVSwitches without Fabric Manager, or a fabric not
+    ready; a driver older than the CUDA needs; XID errors of the GPU or driver (48, 63, 64, 74, 79, 92, 94, 95, ...)
+    in the kernel log since boot."
+  - "Warnings (the node stays admitted): the application's XID errors (13, 31, 43, 45, 68, ...), an XID not in
+    tfprov's catalog, uncorrectable ECC errors in the GPU's past only, the driver's thermal slowdown, persistence
+    mode off, a PCIe link below the card's own maximum only (clouds wire some cards at x8)."
+  - Each problem comes with NVIDIA's recommended action (reset the GPU, reboot, replace the node).
+  - A node without NVIDIA GPUs (none on the PCI bus, none expected) is healthy, and the result says so.
+  - Changes nothing; safe in check mode.
+author:
+  - tfprov maintainers
+extends_documentation_fragment:
+  - tfprov.gpu.read_only
+options:
+  expected_gpu_count:
+    description:
+      - How many GPUs the node should have (the inventory's C(tfprov_gpu_count), from the instance type's row of
+        the compatibility matrix). Those on the PCI bus count too; the larger number is expected.
+    type: int
+  min_driver:
+    description: The lowest driver version the resolved stack's CUDA runs on.
+    type: str
+  cuda:
+    description: The resolved stack's CUDA version; the driver must support at least it.
+    type: str
+  expect_nvlink:
+    description:
+      - Every NVLink link of every GPU must be up (an SXM board). Otherwise only a partly-down set of links fails,
+        since a card without an NVLink bridge lists all its links inactive.
+    type: bool
+    default: false
+  nvidia_smi:
+    description: The nvidia-smi program; looked up on PATH (and C(/usr/bin)) when not given.
+    type: path
+  sysfs_root:
+    description: Where sysfs is mounted, to count the GPUs and NVSwitches on the PCI bus.
+    type: path
+    default: /sys
+  kernel_log:
+    description:
+      - A saved kernel log to read the XID errors from, instead of this boot's (C(journalctl -k -b), else
+        C(dmesg)).
+    type: path
+attributes:
+  facts:
+    description: Returns its findings; sets no facts.
+    support: none
+notes:
+  - Reading the kernel log needs root where C(kernel.dmesg_restrict) is set; the gate runs it with C(become).
+"""
+
+EXAMPLES = r"""
+- name: Judge the node's GPUs
+  tfprov.gpu.gpu_health:
+    expected_gpu_count: "{{ tfprov_gpu_count | default(omit) }}"
+    min_driver: "{{ ansible_facts.tfprov_stack.min_driver }}"
+    cuda: "{{ ansible_facts.tfprov_stack.cuda }}"
+  become: true
+  register: health
+
+- name: Fail a node that is not fit, one line per problem
+  ansible.builtin.fail:
+    msg: "{{ health.lines | join('\n') }}"
+  when: not health.healthy
+"""
+
+RETURN = r"""
+healthy:
+  description: No failure found (warnings allowed).
+  returned: always
+  type: bool
+gpu_node:
+  description: The node has NVIDIA GPUs, on the PCI bus or expected.
+  returned: always
+  type: bool
+gpu_count:
+  description: GPUs the driver reports.
+  returned: always
+  type: int
+expected_gpu_count:
+  description: GPUs the node should have (the larger of the expected count and those on the PCI bus).
+  returned: always
+  type: int
+driver_version:
+  description: The loaded driver, or null.
+  returned: always
+  type: str
+cuda_version:
+  description: The highest CUDA the driver supports, or null.
+  returned: always
+  type: str
+gpus:
+  description: What was read of each GPU (ECC, retired pages, remapped rows, clock reasons, PCIe, fabric).
+  returned: always
+  type: list
+  elements: dict
+problems:
+  description: Each problem, failures first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    severity: {description: C(fail) or C(warn)., type: str}
+    check: {description: "C(count), C(driver), C(ecc), C(retired_pages), C(remapped_rows), C(clocks),
+      C(persistence), C(pcie), C(nvlink), C(fabric), C(xid).", type: str}
+    gpu: {description: The GPU's index, or null for the node., type: int}
+    message: {description: What is wrong., type: str}
+    action: {description: NVIDIA's recommended action., type: str}
+lines:
+  description: "One line per problem: C(FAIL) or C(WARN), what is wrong, the action."
+  returned: always
+  type: list
+  elements: str
+notes:
+  description: What was not judged, and why (an idle PCIe link, an unreadable kernel log, no GPU).
+  returned: always
+  type: list
+  elements: str
+  sample: ["no NVIDIA GPU on this node: nothing to judge"]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.tfprov.gpu.plugins.module_utils.gpu_health import (
+    FAIL,
+    HealthInputError,
+    evaluate,
+    not_judged_idle,
+    parse_nvlink_status,
+    parse_smi_xml,
+    parse_xids,
+    verdict_lines,
+)
+from ansible_collections.tfprov.gpu.plugins.module_utils.nvidia_smi import classify_failure
+from ansible_collections.tfprov.gpu.plugins.module_utils.pci import NVSWITCH_CLASSES, nvidia_devices, nvidia_gpus
+
+SMI_FAILURES = {
+    "driver_not_loaded": ("nvidia-smi cannot reach the driver (not loaded)",
+                          "reboot the node to load it; if it still fails, run tfprov run node"),
+    "version_mismatch": ("the loaded driver and its libraries differ (driver/library version mismatch)",
+                         "reboot the node to load the installed driver"),
+    "no_devices": ("the driver is loaded but finds no GPU", "reboot the node; if the GPUs stay missing, take the "
+                   "node out of service and replace it"),
+}
+
+
+def kernel_log(module, path):
+    """This boot's kernel log (journald, else dmesg), or None when neither can be read."""
+    if path:
+        with open(path, errors="replace") as handle:
+            return handle.read()
+    for argv in (["journalctl", "-k", "-b", "0", "--no-pager", "-q", "-o", "short-monotonic"], ["dmesg"]):
+        binary = module.get_bin_path(argv[0])
+        if binary:
+            rc, out, err = module.run_command([binary] + argv[1:], errors="surrogate_or_replace")
+            if rc == 0 and out.strip():
+                return out
+    return None
+
+
+def fabric_manager_active(module):
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return None
+    rc, out, err = module.run_command([systemctl, "is-active", "nvidia-fabricmanager"])
+    return out.strip() == "active"
+
+
+def judge(module, smi_path, params):
+    """The module's result, without exiting."""
+    pci = nvidia_gpus(params["sysfs_root"])
+    nvswitch = bool(nvidia_devices(params["sysfs_root"], NVSWITCH_CLASSES))
+    expected = max(params["expected_gpu_count"] or 0, len(pci))
+    result = {"healthy": True, "gpu_node": expected > 0, "gpu_count": 0, "expected_gpu_count": expected,
+              "driver_version": None, "cuda_version": None, "gpus": [], "problems": [], "lines": [], "notes": []}
+    if not smi_path and not expected:
+        result["notes"].append("no NVIDIA GPU on this node: nothing to judge")
+        return result
+    if not smi_path:
+        problems = [{"severity": FAIL, "check": "driver", "gpu": None, "message": "%d GPU(s) but no nvidia-smi "
+                     "(no driver installed)" % expected, "action": "run tfprov run node to install the driver"}]
+        return dict(result, healthy=False, problems=problems, lines=verdict_lines(problems))
+    rc, out, err = module.run_command([smi_path, "-q", "-x"])
+    failure = classify_failure(out + err) if rc != 0 or not out.strip().startswith("<") else None
+    if rc != 0 or failure:
+        if not expected and failure == "no_devices":
+            result["notes"].append("no NVIDIA GPU on this node: nothing to judge")
+            return result
+        message, action = SMI_FAILURES.get(failure, ("nvidia-smi failed (exit %d): %s"
+                                                     % (rc, (out + err).strip()[:200]), "reboot the node"))
+        problems = [{"severity": FAIL, "check": "driver", "gpu": None, "message": message, "action": action}]
+        return dict(result, healthy=False, problems=problems, lines=verdict_lines(problems))
+    smi = parse_smi_xml(out)
+    rc, out, err = module.run_command([smi_path, "nvlink", "-s"])
+    nvlink = parse_nvlink_status(out) if rc == 0 else {}
+    log = kernel_log(module, params["kernel_log"])
+    if log is None:
+        result["notes"].append("the kernel log could not be read (run as root): XID errors not checked")
+    fabric = fabric_manager_active(module) if nvswitch else None
+    problems = evaluate(smi, nvlink=nvlink, xids=parse_xids(log or ""), expected_gpu_count=expected,
+                        min_driver=params["min_driver"], cuda=params["cuda"], expect_nvlink=params["expect_nvlink"],
+                        nvswitch=nvswitch, fabric_manager_active=fabric)
+    idle = not_judged_idle(smi["gpus"])
+    if idle:
+        result["notes"].append("PCIe link of GPU %s not judged: idle links train down (the default and deep gates "
+                               "judge it under load)" % ", ".join(str(i) for i in idle))
+    return dict(result, healthy=not any(p["severity"] == FAIL for p in problems), gpu_count=len(smi["gpus"]),
+                driver_version=smi["driver_version"], cuda_version=smi["cuda_version"], gpus=smi["gpus"],
+                problems=problems, lines=verdict_lines(problems))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "expected_gpu_count": {"type": "int"},
+            "min_driver": {"type": "str"},
+            "cuda": {"type": "str"},
+            "expect_nvlink": {"type": "bool", "default": False},
+            "nvidia_smi": {"type": "path"},
+            "sysfs_root": {"type": "path", "default": "/sys"},
+            "kernel_log": {"type": "path"},
+        },
+        supports_check_mode=True,
+    )
+    smi = module.params["nvidia_smi"]
+    if smi and not os.access(smi, os.X_OK):
+        module.fail_json(msg="nvidia_smi %s is not an executable file" % smi)
+    if module.params["kernel_log"] and not os.path.isfile(module.params["kernel_log"]):
+        module.fail_json(msg="kernel_log %s is not a file" % module.params["kernel_log"])
+    smi = smi or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+    try:
+        result = judge(module, smi, module.params)
+    except HealthInputError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""gpu_health (the module) on a node faked from recordings: nvidia-smi replaying tests/fixtures/gpu-health, a sysfs
+tree with the node's PCI devices, a saved kernel log."""
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.tfprov.gpu.plugins.modules import gpu_health
+
+FIXTURES = Path(__file__).parents[3] / "fixtures" / "gpu-health"
+
+
+def fake_smi(tmp_path, xml=None, failure=None, rc=0, nvlink=""):
+    """An nvidia-smi answering -q -x with a recorded file (or a failure) and `nvlink -s` with the given text."""
+    script = tmp_path / "nvidia-smi"
+    answer = f'echo "{failure}"; exit {rc}' if failure else f'cat "{xml}"'
+    (tmp_path / "nvlink.txt").write_text(nvlink)
+    script.write_text("#!/bin/sh\n"
+                      f'case "$1" in\n  nvlink) cat "{tmp_path / "nvlink.txt"}" ;;\n  *) {answer} ;;\nesac\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def pci(tmp_path, *devices):
+    """A sysfs tree with NVIDIA functions: (bus id, class) pairs."""
+    root = tmp_path / "sys"
+    for bus, pci_class in devices:
+        device = root / "bus" / "pci" / "devices" / bus
+        device.mkdir(parents=True)
+        (device / "vendor").write_text("0x10de\n")
+        (device / "class").write_text(pci_class + "\n")
+        (device / "device").write_text("0x1eb8\n")
+    root.mkdir(exist_ok=True)
+    return str(root)
+
+
+def run(capsys, **args):
+    with patch_module_args(args), pytest.raises(SystemExit):
+        gpu_health.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_node_without_nvidia_gpus_passes_and_says_why(tmp_path, capsys):
+    result = run(capsys, nvidia_smi=None, sysfs_root=pci(tmp_path))
+    if result.get("gpu_count"):  # a machine with a real nvidia-smi on PATH: judged for real, not this case
+        pytest.skip("this machine has an NVIDIA driver")
+    assert result["healthy"] and not result["gpu_node"] and not result["changed"]
+    assert result["notes"] == ["no NVIDIA GPU on this node: nothing to judge"]
+
+
+def test_gpus_on_the_bus_without_a_driver_fail_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi anywhere
+    monkeypatch.setattr(gpu_health.AnsibleModule, "get_bin_path", lambda self, *a, **k: None)
+    result = run(capsys, sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")), expected_gpu_count=1)
+    assert not result["healthy"] and result["lines"] == [
+        "FAIL: 1 GPU(s) but no nvidia-smi (no driver installed): run tfprov run node to install the driver"]
+
+
+def test_a_driver_that_is_not_loaded_fails_with_reboot(tmp_path, capsys):
+    smi = fake_smi(tmp_path, failure="NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                   "Make sure that the latest NVIDIA driver is installed and running.", rc=9)
+    result = run(capsys, nvidia_smi=smi, sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert result["lines"] == ["FAIL: nvidia-smi cannot reach the driver (not loaded): reboot the node to load it; "
+                               "if it still fails, run tfprov run node"]
+
+
+def test_a_recorded_t4_with_xid_79_in_its_kernel_log_fails_and_reports_what_it_read(tmp_path, capsys):
+    log = tmp_path / "kern.log"
+    log.write_text("NVRM: Xid (PCI:0000:00:1e): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "tesla-t4.aws-515.xml"), kernel_log=str(log),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")), expected_gpu_count=1, min_driver="450.80.02",
+                 cuda="11.2")
+    assert not result["healthy"] and (result["gpu_count"], result["expected_gpu_count"]) == (1, 1)
+    assert result["lines"][0].startswith("FAIL: GPU 0 (00000000:00:1E.0): XID 79 (GPU has fallen off the bus)")
+    assert result["gpus"][0]["pcie_width_current"] == 8 and result["driver_version"] == "515.105.01"
+
+
+def test_nvswitches_on_the_bus_without_fabric_manager_fail(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_health, "fabric_manager_active", lambda module: False)
+    log = tmp_path / "kern.log"
+    log.write_text("")
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "a100-sxm4-80gb.535.xml"), kernel_log=str(log),
+                 sysfs_root=pci(tmp_path, ("0000:01:00.0", "0x030200"), ("0000:c4:00.0", "0x068000")))
+    assert [p["check"] for p in result["problems"] if p["severity"] == "fail"] == ["fabric"]
+
+
+def test_a_kernel_log_path_that_is_not_a_file_is_refused(tmp_path, capsys):
+    result = run(capsys, kernel_log=str(tmp_path / "missing"))
+    assert result["failed"] and "is not a file" in result["msg"]

@@ -1,0 +1,119 @@
+"""playbooks/tasks/gpu_gate.yml, the admission gate, run by ansible-playbook on local hosts, each a node faked from
+recordings (tests/fixtures/gpu-health): nvidia-smi replaying a real T4's answer, a kernel log, a sysfs tree, and a
+dcgmi replaying NVIDIA's recorded DCGM report. The gate's own tasks decide; only the node's answers are stood in."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "gpu-health"
+XID_79 = "NVRM: Xid (PCI:0000:00:1e): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+pytestmark = pytest.mark.skipif(not (Path(sys.executable).parent / "ansible-playbook").exists(),
+                                reason="no ansible-playbook")
+
+
+def executable(path: Path, text: str) -> str:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def node(tmp_path: Path, name: str, gpus: int, log: str = "", dcgm_fail: bool = False) -> dict:
+    """A host's stand-ins: its sysfs tree, nvidia-smi, kernel log and dcgmi."""
+    home = tmp_path / name
+    devices = home / "sys" / "bus" / "pci" / "devices"
+    devices.mkdir(parents=True)
+    for index in range(gpus):
+        device = devices / f"0000:00:1{index}.0"
+        device.mkdir()
+        for key, value in {"vendor": "0x10de", "class": "0x030200", "device": "0x1eb8"}.items():
+            (device / key).write_text(value + "\n")
+    (home / "kern.log").write_text(log)
+    answer = FIXTURES / "tesla-t4.aws-515.xml"
+    smi = executable(home / "nvidia-smi", f'#!/bin/sh\n[ "$1" = nvlink ] && exit 0\ncat "{answer}"\n')
+    recorded = (FIXTURES / "dcgm-3.1.0.diag-r1.8gpu.json.txt").read_text()
+    if dcgm_fail:
+        recorded = recorded.replace('"status" : "PASS"', '"status" : "FAIL"', 1)
+    (home / "dcgm.json").write_text(recorded)
+    dcgmi = executable(home / "dcgmi", f'#!/bin/sh\ncat "{home / "dcgm.json"}"\n')
+    return {"__smi": smi if gpus else str(home / "none"), "__sysfs": str(home / "sys"), "__log": str(home / "kern.log"),
+            "__dcgmi": dcgmi, "tfprov_gpu_count": gpus}
+
+
+def run(tmp_path, hosts: dict, *extra):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"tfprov_nodes": {"hosts": hosts}}))
+    play = [{"name": "The gate on faked nodes", "hosts": "tfprov_nodes", "gather_facts": False,
+             "module_defaults": {
+                 "tfprov.gpu.gpu_health": {"nvidia_smi": "{{ __smi if __smi is file else omit }}",
+                                           "sysfs_root": "{{ __sysfs }}", "kernel_log": "{{ __log }}"},
+                 "tfprov.gpu.dcgm_diag": {"dcgmi": "{{ __dcgmi }}"}},
+             "tasks": [{"name": "Run the admission gate",
+                        "ansible.builtin.import_tasks": str(ROOT / "playbooks" / "tasks" / "gpu_gate.yml")}]}]
+    playbook = tmp_path / "gate.yml"
+    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "-c", "local",
+         "-e", f"ansible_python_interpreter={sys.executable}", *extra, str(playbook)],
+        cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_SHOW_CUSTOM_STATS": "true",
+             "TFPROV_TEST_STATS": str(stats)})
+    return proc, json.loads(proc.stdout[proc.stdout.index("{"):])
+
+
+def stats(result: dict) -> dict:
+    """What the gate recorded for the tfprov report (set_stats, aggregated over the run)."""
+    return result["global_custom_stats"]["tfprov_hosts"]
+
+
+def failures(result: dict) -> dict[str, str]:
+    found = {}
+    for play in result["plays"]:
+        for task in play["tasks"]:
+            for host, outcome in task["hosts"].items():
+                if outcome.get("failed"):
+                    found[host] = outcome["msg"]
+    return found
+
+
+def test_a_healthy_t4_passes_an_xid_79_fails_and_a_cpu_node_passes(tmp_path):
+    hosts = {"healthy": node(tmp_path, "healthy", 1), "fallen": node(tmp_path, "fallen", 1, XID_79),
+             "cpu": node(tmp_path, "cpu", 0)}
+    proc, result = run(tmp_path, hosts)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert failures(result) == {"fallen": (
+        'FAIL: GPU 0 (00000000:00:1E.0): XID 79 (GPU has fallen off the bus) in the kernel log since boot ("GPU has '
+        'fallen off the bus"): reboot the node; if it recurs, take the node out of service and replace it (report the '
+        'GPU to the provider)')}
+    gate = stats(result)
+    assert gate["healthy"]["gate"]["healthy"] and gate["healthy"]["gate"]["level"] == "quick"
+    assert gate["cpu"]["gate"]["notes"] == ["no NVIDIA GPU on this node: nothing to judge"]
+    assert gate["healthy"]["gate"]["dcgm"] == "not run"  # quick: no DCGM
+
+
+def test_a_gpu_missing_against_the_instance_types_count_fails(tmp_path):
+    hosts = {"short": dict(node(tmp_path, "short", 1), tfprov_gpu_count=4)}
+    proc, result = run(tmp_path, hosts)
+    assert failures(result)["short"].startswith("FAIL: 1 of 4 GPUs visible to the driver (its instance type has 4)")
+
+
+def test_the_default_level_runs_dcgm_and_its_failure_fails_the_node(tmp_path):
+    hosts = {"passes": node(tmp_path, "passes", 1), "dcgm": node(tmp_path, "dcgm", 1, dcgm_fail=True)}
+    proc, result = run(tmp_path, hosts, "-e", "tfprov_gate_level=default")
+    assert list(failures(result)) == ["dcgm"]
+    assert failures(result)["dcgm"].startswith("FAIL: GPU 0, 1, 2, 3, 4, 5, 6, 7: DCGM diagnostic Deployment / "
+                                               "Denylist (level 1): fail")
+    assert stats(result)["passes"]["gate"]["dcgm"] == "3.1.0"
+
+
+def test_an_unknown_level_is_refused_in_one_line(tmp_path):
+    proc, result = run(tmp_path, {"healthy": node(tmp_path, "healthy", 1)}, "-e", "tfprov_gate_level=thorough")
+    assert failures(result)["healthy"].startswith("tfprov_gate_level is thorough")
