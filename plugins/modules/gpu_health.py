@@ -54,6 +54,16 @@ options:
     description: Where sysfs is mounted, to count the GPUs and NVSwitches on the PCI bus.
     type: path
     default: /sys
+  load_python:
+    description:
+      - A Python with TensorFlow (the node's environment). Given, the GPUs are read a second time while it runs
+        matrix products on every one of them, so that the PCIe links are judged under load (the default and deep
+        gates pass it; the quick gate judges only links already under load).
+    type: path
+  load_seconds:
+    description: How long the load runs at most; the GPUs are read about 2 seconds after it starts computing.
+    type: int
+    default: 20
   kernel_log:
     description:
       - A saved kernel log to read the XID errors from, instead of this boot's (C(journalctl -k -b), else
@@ -138,6 +148,9 @@ notes:
 """
 
 import os
+import select
+import subprocess
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfprov.gpu.plugins.module_utils.gpu_health import (
@@ -185,6 +198,47 @@ def fabric_manager_active(module):
     return out.strip() == "active"
 
 
+# Matrix products on every GPU TensorFlow sees, for a set time; "computing" once the first has run.
+LOAD = """
+import sys, time
+import tensorflow as tf
+gpus = tf.config.list_logical_devices("GPU")
+end = time.time() + float(sys.argv[1])
+first = True
+while time.time() < end and gpus:
+    for device in gpus:
+        with tf.device(device.name):
+            a = tf.random.uniform((4096, 4096))
+            (a @ a).numpy()
+    if first:
+        print("computing on %d GPU(s)" % len(gpus), flush=True)
+        first = False
+"""
+
+
+def read_under_load(module, smi_path, python, seconds):
+    """(nvidia-smi -q -x read while the GPUs compute, or None; a note saying what happened)."""
+    proc = subprocess.Popen([python, "-c", LOAD, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    said, deadline = [], time.time() + seconds + 60  # TensorFlow's import takes seconds of its own
+    try:
+        while time.time() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], 1)
+            line = proc.stdout.readline().decode(errors="replace") if ready else ""
+            if ready and not line:
+                break  # the load ended
+            said.append(line.strip())
+            if line.startswith("computing on"):
+                time.sleep(2)
+                rc, out, err = module.run_command([smi_path, "-q", "-x"])
+                return (out if rc == 0 else None), "PCIe links read under load (%s)" % line.strip()
+        reason = [s for s in said if s][-1:] or ["no GPU computed within %d s" % (seconds + 60)]
+        return None, "the GPUs could not be loaded (%s): PCIe links judged only where already under load" % reason[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def judge(module, smi_path, params):
     """The module's result, without exiting."""
     pci = nvidia_gpus(params["sysfs_root"])
@@ -210,6 +264,13 @@ def judge(module, smi_path, params):
         problems = [{"severity": FAIL, "check": "driver", "gpu": None, "message": message, "action": action}]
         return dict(result, healthy=False, problems=problems, lines=verdict_lines(problems))
     smi = parse_smi_xml(out)
+    if params["load_python"] and smi["gpus"] and not os.access(params["load_python"], os.X_OK):
+        result["notes"].append("no Python at %s to load the GPUs with: PCIe links judged only where already under "
+                               "load" % params["load_python"])
+    elif params["load_python"] and smi["gpus"]:
+        loaded, note = read_under_load(module, smi_path, params["load_python"], params["load_seconds"])
+        result["notes"].append(note)
+        smi = parse_smi_xml(loaded) if loaded else smi
     rc, out, err = module.run_command([smi_path, "nvlink", "-s"])
     nvlink = parse_nvlink_status(out) if rc == 0 else {}
     log = kernel_log(module, params["kernel_log"])
@@ -238,6 +299,8 @@ def main():
             "nvidia_smi": {"type": "path"},
             "sysfs_root": {"type": "path", "default": "/sys"},
             "kernel_log": {"type": "path"},
+            "load_python": {"type": "path"},
+            "load_seconds": {"type": "int", "default": 20},
         },
         supports_check_mode=True,
     )

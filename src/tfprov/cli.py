@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lc = sub.add_parser("local", help="act on a local cloud: faults on demand")
     local_sub = lc.add_subparsers(dest="local_command", required=True, metavar="ACTION")
-    fa = local_sub.add_parser("fault", help="cut, restore, stop, start, reboot or delay one node",
+    fa = local_sub.add_parser("fault", help="cut, restore, stop, start, reboot, delay or rate-limit one node",
                               description=(local_faults.__doc__ or "").strip(),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     fa.add_argument("node", help="the node's name (tfprov-<cloud>-N) or its index N")
@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--ms", type=count, default=0, help="delay: added latency in milliseconds (0 with --loss 0: "
                                                          "remove the shaping)")
     fa.add_argument("--loss", type=float, default=0.0, metavar="PERCENT", help="delay: packets lost, in percent")
+    fa.add_argument("--mbit", type=float, default=0.0, help="rate: the link's rate into the node in Mbit/s (0: no "
+                                                             "limit)")
     fa.add_argument("--no-wait", action="store_true", help="start, reboot: return at once instead of waiting for "
                                                            "systemd in the node")
 
@@ -401,8 +403,10 @@ def cmd_local(args, out: Console) -> int:
         local_vms.bake(args.name or local_vms.cloud_named_by(args.node) or local_vms.DEFAULT_NAME, args.node,
                        args.image, out)
         return 0
+    if args.mbit < 0:
+        raise TfprovError(f"--mbit {args.mbit:g}: give a rate in Mbit/s above 0, or 0 to remove the limit")
     local_faults.apply(args.name, args.node, args.action, out, delay_ms=args.ms, loss_percent=args.loss,
-                       wait=not args.no_wait)
+                       wait=not args.no_wait, rate_mbit=args.mbit)
     return 0
 
 

@@ -116,6 +116,19 @@ def _number(value, fmt: str = "{:.1f}") -> str:
     return fmt.format(value) if isinstance(value, int | float) else "-"
 
 
+def _bandwidth(allreduce: dict | None) -> str:
+    """The timed all-reduce: GB/s as nccl-tests count them, and against the link's figure when there is one."""
+    if not allreduce:
+        return "-"
+    said = f"{allreduce['busbw_gbps']:.3f} GB/s ({allreduce['megabytes']:g} MB, median of {allreduce['reps']})"
+    if allreduce.get("percent_of_expected") is None:
+        return said + ", no link figure to compare with (dist_tf_cluster_check_link_gbit)"
+    style = "red" if allreduce.get("problem") else "green"
+    return (f"{said}, [{style}]{allreduce['percent_of_expected']:g} %[/{style}] of the "
+            f"{allreduce['link_gbit']:g} Gbit/s link ({allreduce['expected_busbw_gbps']:.3f} GB/s; fails below "
+            f"{100 * allreduce['min_fraction']:g} %)")
+
+
 def check_table(found: dict) -> Table:
     check = found["check"]
     verdict = "[green]ok[/green]" if found["ok"] else "[red]failed[/red]"
@@ -139,6 +152,7 @@ def check_table(found: dict) -> Table:
         ("cluster examples/s", _number(check.get("cluster_examples_per_s"))),
         ("single-worker examples/s", _number(check.get("single_worker_examples_per_s"))),
         ("scaling efficiency", _number(check.get("scaling_efficiency"), "{:.0%}")),
+        ("all-reduce bus bandwidth", _bandwidth(check.get("allreduce"))),
     ]
     for name, value in rows:
         out.add_row(name, value)

@@ -5,6 +5,9 @@ for every CI run: `make cluster-faults` runs them (times in the issue's closing 
   survivors stop at the collective timeout instead of hanging; a re-run recovers.
 - parameter server: one worker's tf.distribute.Server killed mid-check -> systemd restarts it, the coordinator
   retries its steps there, and the check passes, reporting the restart.
+- a slow network: every member's link limited with tc (`tfprov local fault N rate --mbit R`); the check's timed
+  all-reduce measures a bus bandwidth near that rate and passes against it as the link's figure; the same figure
+  over links slowed to a quarter fails the run with the bandwidth's line.
 """
 
 import json
@@ -13,7 +16,7 @@ import subprocess
 import time
 
 import pytest
-from test_e2e_cluster import CHIEF, ROOT, TFPROV, WORKER_2, jobs, latest_report, node_sh, tfprov
+from test_e2e_cluster import CHIEF, PS, ROOT, TFPROV, WORKER_1, WORKER_2, jobs, latest_report, node_sh, tfprov
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster_faults]
 
@@ -68,3 +71,40 @@ def test_a_killed_parameter_server_worker_is_restarted_and_the_check_passes(clus
     assert chief["ok"] and chief["all_took_part"], chief
     server = report["hosts"][WORKER_2]["data"]["dist_server"]
     assert server["restarts"] >= 1, json.dumps(server)
+
+
+def limit_links(runs, mbit: float) -> None:
+    for node in (CHIEF, WORKER_1, WORKER_2, PS):
+        proc = tfprov("local", "fault", node, "rate", "--mbit", str(mbit), runs_dir=runs)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def allreduce(runs) -> dict:
+    """The chief's timed all-reduce, from the run's report."""
+    return jobs(latest_report(runs))[CHIEF]["report"]["allreduce"]
+
+
+LINK = ["-e", "dist_tf_cluster_check_link_gbit=0.2", "-e", "dist_tf_cluster_check_allreduce_mb=8",
+        "-e", "dist_tf_cluster_check_steps=10"]
+
+
+def test_the_all_reduce_measures_the_links_rate_and_a_slowed_link_fails_the_run(cluster_cloud):
+    try:
+        limit_links(cluster_cloud, 200)  # 200 Mbit/s = 0.025 GB/s, a ring all-reduce's best bus bandwidth
+        proc = tfprov("run", "cluster", *LINK, runs_dir=cluster_cloud)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        measured = allreduce(cluster_cloud)
+        print(f"all-reduce at 200 Mbit/s: {measured}")
+        assert 0.5 * 0.025 <= measured["busbw_gbps"] <= 1.1 * 0.025, measured
+        assert measured["problem"] is None and measured["percent_of_expected"] >= 70
+
+        limit_links(cluster_cloud, 50)  # a quarter of the figure the run is told
+        slow = tfprov("run", "cluster", *LINK, runs_dir=cluster_cloud)
+        assert slow.returncode != 0, slow.stdout[-4000:]
+        measured = allreduce(cluster_cloud)
+        print(f"all-reduce at 50 Mbit/s against 200: {measured}")
+        assert measured["busbw_gbps"] <= 1.1 * 50e6 / 8 / 1e9 and "below 70 %" in measured["problem"], measured
+        said = " ".join(slow.stdout.split())
+        assert "all-reduce bus bandwidth" in said and "of the 0.025 GB/s a 0.2 Gbit/s link gives" in said, said[-3000:]
+    finally:
+        limit_links(cluster_cloud, 0)

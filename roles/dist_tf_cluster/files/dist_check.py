@@ -130,6 +130,27 @@ def summarize_rows(rows: list[list[float]], expected: list[str]) -> tuple[list[s
     return sorted(rates), dict(sorted(rates.items())), identical
 
 
+def bus_bandwidth(nbytes: int, seconds: float, workers: int) -> tuple[float, float]:
+    """(algorithm, bus) bandwidth in GB/s of an all-reduce of nbytes that took `seconds`, as nccl-tests count them:
+    the bus figure, algbw * 2(n-1)/n, is what each worker's link carried, comparable with the link's own rate."""
+    algbw = nbytes / seconds / 1e9
+    return algbw, algbw * 2 * (workers - 1) / workers if workers > 1 else 0.0
+
+
+def bandwidth_verdict(busbw: float, link_gbit: float | None, min_fraction: float) -> tuple[float | None, str | None]:
+    """(percent of the expected figure, the problem line or None). A ring all-reduce can at best move each link's
+    rate: the expected bus bandwidth is the link's Gbit/s over 8 (GB/s). Without a link figure there is no verdict."""
+    if not link_gbit:
+        return None, None
+    expected = link_gbit / 8
+    percent = round(100 * busbw / expected, 1)
+    if busbw >= min_fraction * expected:
+        return percent, None
+    return percent, (f"all-reduce bus bandwidth {busbw:.3f} GB/s is {percent:g} % of the {expected:.3f} GB/s a "
+                     f"{link_gbit:g} Gbit/s link gives, below {100 * min_fraction:g} %: check the nodes' network "
+                     f"(a link trained down, a congested or shaped path) or replace the slow node")
+
+
 def find_problems(loss_first: float | None, loss_last: float | None, expected: list[str],
                   participants: list[str], weights_identical: bool | None,
                   variables_off_ps: list[str] | None = None) -> list[str]:
@@ -479,11 +500,43 @@ def run_multi_worker(tf, args, tf_config: dict, x, y, connected) -> dict:
         return strategy.experimental_local_results(rows)[0]
 
     participants, rates, identical = summarize_rows(gather(row).numpy().tolist(), expected)
+    timed = args.allreduce_mb > 0 and len(expected) > 1  # one worker has no link to measure
+    allreduce = measure_allreduce(tf, strategy, args, len(expected)) if timed else None
     say(f"{me}: {len(participants)} of {len(expected)} worker(s) took part, weights "
         f"{'identical' if identical else 'DIFFER'} (sha256 {digest[:16]})")
     return {"expected": expected, "loss_first": round(loss_first, 4), "loss_last": round(loss_last, 4),
             "participants": participants, "weights_identical": identical, "digest": digest, "rates": rates,
-            "arrays": arrays, "variables_off_ps": None}
+            "arrays": arrays, "variables_off_ps": None, "allreduce": allreduce}
+
+
+def measure_allreduce(tf, strategy, args, workers: int) -> dict:
+    """Time a sum all-reduce of --allreduce-mb MB (float32) across the workers: one warm-up, then --allreduce-reps
+    timed, the median kept. On GPU nodes TensorFlow's collectives go over NCCL; on CPU nodes over its gRPC ring."""
+    count = int(args.allreduce_mb * 2**20) // 4
+    tensor = tf.ones([count], tf.float32)
+
+    @tf.function
+    def reduce(value):
+        out = strategy.run(lambda v: tf.distribute.get_replica_context().all_reduce("sum", tf.identity(v)),
+                           args=(value,))
+        return strategy.experimental_local_results(out)[0][0]
+
+    reduce(tensor).numpy()
+    times = []
+    for _ in range(args.allreduce_reps):
+        start = time.perf_counter()
+        reduce(tensor).numpy()  # .numpy() waits for the collective to finish
+        times.append(time.perf_counter() - start)
+    seconds = sorted(times)[len(times) // 2]
+    algbw, busbw = bus_bandwidth(count * 4, seconds, workers)
+    percent, problem = bandwidth_verdict(busbw, args.link_gbit, args.min_fraction)
+    say(f"all-reduce of {args.allreduce_mb:g} MB over {workers} worker(s): {seconds * 1000:.1f} ms, bus bandwidth "
+        f"{busbw:.3f} GB/s" + (f" ({percent:g} % of the {args.link_gbit:g} Gbit/s link)" if percent is not None
+                               else " (no link figure to compare with)"))
+    return {"megabytes": args.allreduce_mb, "reps": args.allreduce_reps, "seconds": round(seconds, 4),
+            "algbw_gbps": round(algbw, 4), "busbw_gbps": round(busbw, 4), "link_gbit": args.link_gbit,
+            "expected_busbw_gbps": round(args.link_gbit / 8, 4) if args.link_gbit else None,
+            "percent_of_expected": percent, "min_fraction": args.min_fraction, "problem": problem}
 
 
 def run_parameter_server(tf, args, tf_config: dict, x, y, connected) -> dict:
@@ -582,6 +635,8 @@ def run(args, tf_config: dict, started: float) -> dict:
     single = baseline(tf, args, x, y)
     problems = find_problems(result["loss_first"], result["loss_last"], result["expected"],
                              result["participants"], result["weights_identical"], result.pop("variables_off_ps"))
+    if (result.get("allreduce") or {}).get("problem"):
+        problems.append(result["allreduce"]["problem"])
     return build_report(args.strategy, task_name(tf_config), result.pop("expected"), args.steps, args.batch,
                         result.pop("loss_first"), result.pop("loss_last"), result.pop("participants"),
                         result.pop("weights_identical"), result.pop("digest"), result.pop("rates"), single,
@@ -601,6 +656,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--startup-timeout", type=float, default=300.0,
                         help="seconds to wait for every task of the cluster to come up (0: for ever)")
     parser.add_argument("--progress-every", type=int, default=10, help="steps between progress lines")
+    parser.add_argument("--allreduce-mb", type=float, default=8.0,
+                        help="multi_worker_mirrored: MB of the timed all-reduce (0: none)")
+    parser.add_argument("--allreduce-reps", type=int, default=5, help="timed all-reduces; the median is kept")
+    parser.add_argument("--link-gbit", type=float, default=None,
+                        help="each node's link to the others in Gbit/s (the instance type's network figure): the "
+                             "bus bandwidth is compared with it over 8")
+    parser.add_argument("--min-fraction", type=float, default=0.7,
+                        help="the check fails below this fraction of the link's figure")
     parser.add_argument("--identity-file", default=os.environ.get("TFPROV_TF_CONFIG_FILE") or DEFAULT_IDENTITY_FILE,
                         help="a worker's own TF_CONFIG file, same path on every host (parameter_server)")
     parser.add_argument("--save-dir", default=os.environ.get("TFPROV_SHARED_DIR") or None,
@@ -608,6 +671,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.steps < 2 or args.batch < 1 or args.progress_every < 1:
         parser.error("--steps must be at least 2, --batch and --progress-every at least 1")
+    if args.allreduce_mb < 0 or args.allreduce_reps < 1 or not 0 < args.min_fraction <= 1 or (args.link_gbit or 0) < 0:
+        parser.error("--allreduce-mb must be 0 or more, --allreduce-reps at least 1, --min-fraction in (0, 1], "
+                     "--link-gbit above 0")
     return args
 
 

@@ -2,7 +2,8 @@
 
 cut / restore: the node's link goes down / up (unreachable, still running); stop / start: the container, with its
 address kept by its holder; reboot: systemd's reboot inside the node, back through its restart policy; delay:
-latency and loss on its link (tc netem, where the kernel has it). Link faults need the private network.
+latency and loss on its link (tc netem, where the kernel has it); rate: the link's rate into the node, in Mbit/s
+(tc tbf; --mbit 0 removes it). Link faults need the private network.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from .cloud import default_name
 from .commands import docker
 from .nodes import cloud_of, local_nodes, wait_systemd
 
-ACTIONS = ("cut", "restore", "stop", "start", "reboot", "delay")
-LINK_ACTIONS = ("cut", "restore", "delay")
+ACTIONS = ("cut", "restore", "stop", "start", "reboot", "delay", "rate")
+LINK_ACTIONS = ("cut", "restore", "delay", "rate")
 
 
 def find_node(cloud_name: str | None, node: str) -> dict:
@@ -58,7 +59,7 @@ def _reboot(name: str, wait: bool, timeout: float) -> str:
 
 
 def apply(cloud_name: str | None, node: str, action: str, console: Console, delay_ms: int = 0,
-          loss_percent: float = 0.0, wait: bool = True, timeout: float = 120) -> str:
+          loss_percent: float = 0.0, wait: bool = True, timeout: float = 120, rate_mbit: float = 0.0) -> str:
     """Apply one fault; returns what happened, in a few words."""
     vm_cloud = cloud_name or vms.cloud_named_by(node) or default_name()
     if vms.is_vm_cloud(vm_cloud):
@@ -81,6 +82,9 @@ def apply(cloud_name: str | None, node: str, action: str, console: Console, dela
     elif action == "delay":
         network.shape_link(cloud, index, delay_ms, loss_percent)
         done = f"link delayed {delay_ms} ms, {loss_percent}% loss" if delay_ms or loss_percent else "link unshaped"
+    elif action == "rate":
+        network.limit_rate(cloud, index, rate_mbit)
+        done = f"link limited to {rate_mbit:g} Mbit/s into the node" if rate_mbit else "link rate unlimited"
     elif action == "stop":
         docker("stop", "-t", "20", name, what=f"stopping {name}")
         done = "stopped (its address is kept)"

@@ -134,3 +134,21 @@ def shape_link(cloud: Cloud, index: int, delay_ms: int, loss_percent: float) -> 
             raise TfprovError("delay needs tc netem, which this kernel does not have (module sch_netem): "
                               "cut / restore / stop / start / reboot still work")
         raise TfprovError(f"tc netem on {link} failed: {detail}")
+
+
+def limit_rate(cloud: Cloud, index: int, mbit: float) -> None:
+    """Node N's link carries at most `mbit` Mbit/s into the node (tc tbf at the lab's end; this kernel has tbf where
+    it lacks netem); 0 removes the limit. Each node limited alike bounds a ring all-reduce at that rate."""
+    link = lab_link(index)
+    subprocess.run(["ip", "netns", "exec", cloud.namespace, "tc", "qdisc", "del", "dev", link, "root"],
+                   capture_output=True)
+    if not mbit:
+        return
+    # A burst of at least 10 ms at the rate (tbf needs one larger than the link's MTU), a queue of at most 50 ms.
+    burst = max(int(mbit * 1e6 / 8 * 0.01), 16 * 1024)
+    proc = subprocess.run(["ip", "netns", "exec", cloud.namespace, "tc", "qdisc", "add", "dev", link, "root", "tbf",
+                           "rate", f"{mbit}mbit", "burst", str(burst), "latency", "50ms"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise TfprovError(f"tc tbf on {link} failed: {detail}")

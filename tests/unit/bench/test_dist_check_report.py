@@ -283,3 +283,26 @@ def test_tf_server_serves_ps_and_workers_only():
                           (json.dumps(config("chief", 0)), "serves only ps and worker tasks")):
         with pytest.raises(ValueError, match=message):
             tf_server.task_of(text)
+
+
+def test_bus_bandwidth_counts_as_nccl_tests_do():
+    algbw, busbw = dist_check.bus_bandwidth(64 * 10**6, 0.5, 2)  # 64 MB in 0.5 s between two workers
+    assert (round(algbw, 3), round(busbw, 3)) == (0.128, 0.128)
+    assert round(dist_check.bus_bandwidth(64 * 10**6, 0.5, 4)[1], 3) == 0.192  # 2(n-1)/n = 1.5
+    assert dist_check.bus_bandwidth(10**6, 1.0, 1)[1] == 0.0
+
+
+def test_bandwidth_against_the_links_figure():
+    assert dist_check.bandwidth_verdict(0.024, 0.2, 0.7) == (96.0, None)  # 0.2 Gbit/s = 0.025 GB/s
+    percent, problem = dist_check.bandwidth_verdict(0.006, 0.2, 0.7)
+    assert percent == 24.0 and problem.startswith("all-reduce bus bandwidth 0.006 GB/s is 24 % of the 0.025 GB/s a "
+                                                  "0.2 Gbit/s link gives, below 70 %")
+    assert dist_check.bandwidth_verdict(0.006, None, 0.7) == (None, None)  # no figure, no verdict
+
+
+@pytest.mark.parametrize("argv", [["--allreduce-mb", "-1"], ["--min-fraction", "0"], ["--min-fraction", "1.5"],
+                                  ["--allreduce-reps", "0"], ["--link-gbit", "-3"]])
+def test_bad_all_reduce_settings_are_refused(argv, capsys):
+    with pytest.raises(SystemExit):
+        dist_check.parse_args(argv)
+    assert "--allreduce-mb must be" in capsys.readouterr().err

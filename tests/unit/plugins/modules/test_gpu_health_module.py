@@ -89,3 +89,39 @@ def test_nvswitches_on_the_bus_without_fabric_manager_fail(tmp_path, capsys, mon
 def test_a_kernel_log_path_that_is_not_a_file_is_refused(tmp_path, capsys):
     result = run(capsys, kernel_log=str(tmp_path / "missing"))
     assert result["failed"] and "is not a file" in result["msg"]
+
+
+def test_the_pcie_links_are_read_again_while_a_load_computes(tmp_path, capsys):
+    # The recorded RTX 3090 idles at generation 1 of 4; under the load its answer is the one at generation 1 in P0.
+    idle, loaded = FIXTURES / "rtx-3090.590.xml", tmp_path / "loaded.xml"
+    loaded.write_text(idle.read_text().replace("<performance_state>P8</performance_state>",
+                                               "<performance_state>P0</performance_state>"))
+    marker = tmp_path / "computing"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\n[ "$1" = nvlink ] && exit 0\n[ -e "{marker}" ] && cat "{loaded}" || cat "{idle}"\n')
+    smi.chmod(0o755)
+    python = tmp_path / "python"  # stands in for the environment's Python: says it computes, then holds the load
+    python.write_text(f'#!/bin/sh\ntouch "{marker}"\necho "computing on 1 GPU(s)"\nsleep 30\n')
+    python.chmod(0o755)
+    log = tmp_path / "kern.log"
+    log.write_text("")
+    result = run(capsys, nvidia_smi=str(smi), kernel_log=str(log), load_python=str(python), load_seconds=5,
+                 sysfs_root=pci(tmp_path, ("0000:09:00.0", "0x030000")))
+    assert "PCIe links read under load (computing on 1 GPU(s))" in result["notes"]
+    assert [p["check"] for p in result["problems"] if p["severity"] == "fail"] == ["pcie"]
+    assert "generation 1 under load where the card and the host both offer 4" in result["lines"][0]
+
+
+def test_a_load_that_cannot_start_is_a_note_not_a_failure(tmp_path, capsys):
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "ModuleNotFoundError: No module named tensorflow"\nexit 1\n')
+    python.chmod(0o755)
+    log = tmp_path / "kern.log"
+    log.write_text("")
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "rtx-3090.590.xml"), kernel_log=str(log),
+                 load_python=str(python), sysfs_root=pci(tmp_path, ("0000:09:00.0", "0x030000")))
+    assert result["healthy"] and any("the GPUs could not be loaded (ModuleNotFoundError: No module named tensorflow)"
+                                     in note for note in result["notes"])
+    missing = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "rtx-3090.590.xml"), kernel_log=str(log),
+                  load_python=str(tmp_path / "no-env" / "python"), sysfs_root=str(tmp_path / "sys"))
+    assert any(note.startswith("no Python at") for note in missing["notes"])
