@@ -41,7 +41,7 @@ DEFAULT_SUBNET_CIDR = "10.128.0.0/20"
 DEFAULT_IDLE_STOP_ROLES = ["chief", "worker", "evaluator"]
 # TF Serving's gRPC and REST ports (tf_serving's defaults), opened on serving nodes to the operator and the cluster.
 DEFAULT_SERVING_PORTS = [8500, 8501]
-_NO_GPU = {"model": "", "family": "", "count": 0}
+_NO_GPU = {"model": "", "family": "", "count": 0, "nvlink": False}
 # The widest public operator_cidr by IP version: an office's network, not a provider's block.
 _WIDEST_OPERATOR_PREFIX = {4: 16, 6: 48}
 # Tag and label keys tfprov sets itself: a user's value would hide the node from tfprov (Name finds it on AWS).
@@ -73,8 +73,12 @@ def gpu_groups(model):
     return ["gpu_" + family] + (["gpu_" + model] if model != family else [])
 
 
-def _gpu(model, count):
-    return {"model": model, "family": gpu_family(model), "count": int(count)} if model else dict(_NO_GPU)
+def _gpu(model, count, row=None):
+    """The GPUs of one instance; nvlink: the matrix's row says NVLink joins them (the gate wants every link up)."""
+    if not model:
+        return dict(_NO_GPU)
+    return {"model": model, "family": gpu_family(model), "count": int(count),
+            "nvlink": (row or {}).get("interconnect") in ("nvlink", "nvswitch")}
 
 
 def _last(value):
@@ -83,11 +87,11 @@ def _last(value):
 
 
 def instance_gpu(matrix, value, provider, machine_type=None):
-    """{model, family, count} of the GPUs of an instance: an AWS instance type; for GCP a list of guestAccelerators
+    """{model, family, count, nvlink} of the GPUs of an instance: an AWS instance type; for GCP a list of guestAccelerators
     ({acceleratorType, acceleratorCount}) or a machine type (a2/g2/a3 carry their GPUs). No GPU: model ''."""
     if provider == "aws":
         row = cloud_gpu(matrix, "aws", str(value or ""))
-        return _gpu(row["gpu"], row.get("count", 1)) if row else dict(_NO_GPU)
+        return _gpu(row["gpu"], row.get("count", 1), row) if row else dict(_NO_GPU)
     if isinstance(value, (list, tuple)) and value:
         first = value[0]
         row = cloud_gpu(matrix, "gcp", _last(first.get("acceleratorType") or first.get("type") or ""))
@@ -95,7 +99,7 @@ def instance_gpu(matrix, value, provider, machine_type=None):
         return _gpu(row["gpu"], count) if row else dict(_NO_GPU)
     machine = value if isinstance(value, str) and value else machine_type
     row = cloud_gpu(matrix, "gcp", _last(machine)) if machine else None
-    return _gpu(row["gpu"], row.get("count", 1)) if row and "count" in row else dict(_NO_GPU)
+    return _gpu(row["gpu"], row.get("count", 1), row) if row and "count" in row else dict(_NO_GPU)
 
 
 def _role_gpu_aws(matrix, role, entry, field):

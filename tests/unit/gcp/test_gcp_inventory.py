@@ -55,6 +55,7 @@ def test_groups_gpu_vars_and_same_named_vms_in_two_projects(recorded, tmp_path):
     chief_a = hostvars[f"demo-chief-0.us-central1-a.{ALPHA}"]
     chief_b = hostvars[f"demo-chief-0.us-central1-b.{BETA}"]
     assert (chief_a["tfprov_gpu_model"], chief_a["tfprov_gpu_family"], chief_a["tfprov_gpu_count"]) == ("t4", "t4", 1)
+    assert chief_a["tfprov_gpu_nvlink"] is False  # no GCP row says NVLink yet (data/compat.yml conventions)
     assert (chief_b["tfprov_gpu_model"], chief_b["tfprov_gpu_count"], chief_b["tfprov_gcp_project"]) == ("l4", 1, BETA)
     worker_a = hostvars[f"demo-worker-0.us-central1-a.{ALPHA}"]
     assert (worker_a["tfprov_gpu_model"], worker_a["tfprov_gpu_count"]) == ("a100_40gb", 2)

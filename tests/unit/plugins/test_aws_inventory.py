@@ -20,15 +20,16 @@ def test_a_tfprov_instance_gets_the_group_contract_and_gpu_vars():
         "tfprov_node_state": "running",
         "tfprov_tf_address": "10.0.0.5", "tfprov_tf_port": 2300, "tfprov_zone": "us-east-1b",
         "tfprov_instance_type": "p4d.24xlarge", "tfprov_booted_from_image": "tfprov-node-2026",
-        "tfprov_gpu_model": "a100_40gb", "tfprov_gpu_family": "a100", "tfprov_gpu_count": 8}
+        "tfprov_gpu_model": "a100_40gb", "tfprov_gpu_family": "a100", "tfprov_gpu_count": 8,
+        "tfprov_gpu_nvlink": True}  # p4d: NVSwitch, so the admission gate wants every NVLink link up
 
 
 def test_a_cpu_instance_without_public_address_and_an_untagged_one():
     variables, groups = tfprov_vars(host(instance_type="m5.xlarge", public_ip_address=None,
                                          tags={"tfprov:cluster": "demo", "tfprov:role": "ps"}))
     assert groups == ["tfprov_nodes", "tfprov_ps"]
-    assert (variables["ansible_host"], variables["tfprov_gpu_model"], variables["tfprov_gpu_count"]) == \
-        ("10.0.0.5", "", 0)
+    assert (variables["ansible_host"], variables["tfprov_gpu_model"], variables["tfprov_gpu_count"],
+            variables["tfprov_gpu_nvlink"]) == ("10.0.0.5", "", 0, False)
     assert variables["tfprov_tf_port"] == 2222 and variables["tfprov_booted_from_image"] == ""
     assert tfprov_vars(host(tags={"Name": "someone-elses"})) is None
 

@@ -219,3 +219,9 @@ def test_cloud_node_records_tell_made_started_existing_and_planned_nodes_apart()
     assert records["made"]["full_zones"] == ["us-east-1a"] and records["made"]["private_address"] == "10.0.0.5"
     assert records["planned"]["state"] == "would be created" and records["planned"]["id"] == ""
     assert records["kept"]["provider"] == "aws" and records["kept"]["gpu_model"] == "t4"
+
+
+@pytest.mark.parametrize(("kind", "nvlink"), [("p3.16xlarge", True), ("p4d.24xlarge", True), ("p3.2xlarge", False),
+                                              ("g4dn.12xlarge", False), ("m5.xlarge", False)])
+def test_the_matrix_says_which_instance_types_join_their_gpus_by_nvlink(kind, nvlink):
+    assert instance_gpu(kind, "aws")["nvlink"] is nvlink
