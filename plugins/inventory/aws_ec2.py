@@ -21,8 +21,8 @@ description:
   and GPU vars added in Python for every instance tagged C(tfprov:cluster): groups C(tfprov_nodes),
   C(tfprov_<role>) (tag C(tfprov:role)), C(gpu_<family>) and C(gpu_<model>) when it differs;
   host vars C(tfprov_node_role), C(tfprov_cluster), C(tfprov_gpu_model), C(tfprov_gpu_family),
-  C(tfprov_gpu_count), C(tfprov_gpu_nvlink), C(tfprov_tf_address), C(tfprov_tf_port), C(tfprov_zone), C(tfprov_instance_type),
-  C(tfprov_booted_from_image).'
+  C(tfprov_gpu_count), C(tfprov_gpu_nvlink), C(tfprov_tf_address), C(tfprov_tf_port), C(tfprov_zone),
+  C(tfprov_instance_type), C(tfprov_booted_from_image).'
 - 'A thin composition: amazon.aws.aws_ec2''s own parse runs untouched, then tfprov''s vars and groups are added to
   the hosts it listed; no private method of amazon.aws is overridden. O(raw_hostvars) trims what each host carries.'
 - 'Why not compose: ansible-core 2.19 compiles every compose expression anew for every host;

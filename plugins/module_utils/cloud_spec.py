@@ -87,8 +87,9 @@ def _last(value):
 
 
 def instance_gpu(matrix, value, provider, machine_type=None):
-    """{model, family, count, nvlink} of the GPUs of an instance: an AWS instance type; for GCP a list of guestAccelerators
-    ({acceleratorType, acceleratorCount}) or a machine type (a2/g2/a3 carry their GPUs). No GPU: model ''."""
+    """{model, family, count, nvlink} of the GPUs of an instance: an AWS instance type; for GCP a list of
+    guestAccelerators ({acceleratorType, acceleratorCount}) or a machine type (a2/g2/a3 carry their GPUs). No GPU:
+    model ''."""
     if provider == "aws":
         row = cloud_gpu(matrix, "aws", str(value or ""))
         return _gpu(row["gpu"], row.get("count", 1), row) if row else dict(_NO_GPU)
