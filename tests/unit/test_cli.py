@@ -62,8 +62,9 @@ def test_plan_list(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, drift, fleet, idle, node, nodes_down, "
-                          "nodes_up, preflight, serving, status"),
+        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, drift, fleet, gate, idle, node, "
+                          "nodes_down, nodes_up, preflight, serving, status"),
+        (["run", "bench", "--level", "deep"], "--level applies to plans that run the admission gate"),
         (["run", "nope"], "unknown plan 'nope'"),
         (["run", "preflight", "-i", "no/such/inventory.yml"], "inventory no/such/inventory.yml does not exist"),
         (["run", "preflight", "-e", "novalue"], "expected key=value"),
@@ -118,7 +119,7 @@ def test_run_against_an_empty_inventory_is_not_a_success(capsys, tmp_path, monke
     assert "no host matched" in out
 
 
-def test_plan_node_resolves_first_and_ends_with_the_quick_check(capsys):
+def test_plan_node_resolves_first_and_ends_with_the_quick_check_and_the_gate(capsys):
     rc, out, _ = _run(capsys, "plan", "node")
     assert rc == 0
     plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
@@ -126,7 +127,8 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check(capsys):
     assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
     assert ("[roles: tfprov.gpu.nvidia_driver, tfprov.gpu.miniconda, tfprov.gpu.cuda, tfprov.gpu.cudnn, "
             "tfprov.gpu.tensorflow_gpu]") in plays[1]  # through tasks/stack.yml, the stack's one order
-    assert plays[-2].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
+    assert plays[-3].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
+    assert plays[-2].startswith("- tfprov_nodes: Admit only nodes whose GPUs are fit")
     assert plays[-1].startswith("- tfprov_nodes: Check that no node rebooted during the run")
 
 
