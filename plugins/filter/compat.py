@@ -43,6 +43,18 @@ def cloud_gpu(machine, provider, matrix=None):
     return compat.cloud_gpu(_matrix(matrix), provider, machine)
 
 
+def allreduce_expected(instance_type, matrix=None):
+    """The all-reduce bus bandwidth (GB/s) the GPUs of one instance should reach together, or None when the matrix
+    has no sourced figure for its GPU model on its board (today: eight GPUs on an NVSwitch board)."""
+    data = _matrix(matrix)
+    row = compat.cloud_gpu(data, "aws", str(instance_type or "")) or \
+        compat.cloud_gpu(data, "gcp", str(instance_type or "").rstrip("/").rsplit("/", 1)[-1])
+    if not row or row.get("interconnect") != "nvswitch":
+        return None
+    figures = (data.get("gpus", {}).get(row["gpu"]) or {}).get("nccl_allreduce_busbw_gbps") or {}
+    return figures.get("nvswitch_%d" % int(row.get("count", 1)))
+
+
 def cuda_min_driver(cuda_version, matrix=None):
     try:
         return compat.min_driver(_matrix(matrix), cuda_version)
@@ -110,6 +122,7 @@ class FilterModule(object):
             "tf_stack": tf_stack,
             "gpu_model": gpu_model,
             "cloud_gpu": cloud_gpu,
+            "allreduce_expected": allreduce_expected,
             "cuda_min_driver": cuda_min_driver,
             "pip_requirements": pip_requirements,
             "pip_args": pip_args,

@@ -57,7 +57,11 @@ def run(tmp_path, hosts: dict, *extra):
                  "tfprov.gpu.dcgm_diag": {"dcgmi": "{{ __dcgmi }}"}},
              "tasks": [{"name": "Run the admission gate",
                         "ansible.builtin.import_tasks": str(ROOT / "playbooks" / "tasks" / "gpu_gate.yml")}]}]
-    playbook = tmp_path / "gate.yml"
+    # Beside a bench/ as in the checkout: the gate's scripts are found from the playbook's directory.
+    (tmp_path / "playbooks").mkdir(exist_ok=True)
+    if not (tmp_path / "bench").exists():
+        (tmp_path / "bench").symlink_to(ROOT / "bench")
+    playbook = tmp_path / "playbooks" / "gate.yml"
     playbook.write_text(yaml.safe_dump(play, sort_keys=False))
     stats = tmp_path / "stats.json"
     proc = subprocess.run(
@@ -117,3 +121,24 @@ def test_the_default_level_runs_dcgm_and_its_failure_fails_the_node(tmp_path):
 def test_an_unknown_level_is_refused_in_one_line(tmp_path):
     proc, result = run(tmp_path, {"healthy": node(tmp_path, "healthy", 1)}, "-e", "tfprov_gate_level=thorough")
     assert failures(result)["healthy"].startswith("tfprov_gate_level is thorough")
+
+
+def test_the_deep_level_times_an_all_reduce_against_the_boards_figure(tmp_path):
+    env = tmp_path / "env"
+    (env / "bin").mkdir(parents=True)
+    # Stands in for the environment's Python running bench/allreduce_local.py on eight A100s: a slow all-reduce.
+    line = json.dumps({"tfprov_allreduce_local": {
+        "devices": 8, "kind": "gpu", "busbw_gbps": 61.0, "percent_of_expected": 26.5, "ok": False,
+        "problem": "all-reduce across the node's GPUs: bus bandwidth 61.0 GB/s is 26.5 % of the 230 GB/s expected, "
+                   "below 70 %: look for an NVLink link down"}})
+    (tmp_path / "allreduce.json").write_text(line + "\n")
+    executable(env / "bin" / "python", f'#!/bin/sh\necho "$@" >> "{tmp_path}/args"\ncat "{tmp_path}/allreduce.json"\n'
+                                       'exit 3\n')
+    eight = dict(node(tmp_path, "eight", 8), tfprov_instance_type="p4d.24xlarge", tensorflow_gpu_env=str(env))
+    eight["__smi"] = executable(tmp_path / "eight" / "nvidia-smi8", '#!/bin/sh\n[ "$1" = nvlink ] && exit 0\n'
+                                f'cat "{FIXTURES / "v100s-pcie.8gpu-460.xml"}"\n')
+    proc, result = run(tmp_path, {"eight": eight}, "-e", "tfprov_gate_level=deep", "-e", "tfprov_gate_dcgm_level=0")
+    assert "--expected-gbps 230" in (tmp_path / "args").read_text()  # the matrix's figure for eight A100s on NVSwitch
+    assert failures(result)["eight"] == ("FAIL: all-reduce across the node's GPUs: bus bandwidth 61.0 GB/s is 26.5 % "
+                                         "of the 230 GB/s expected, below 70 %: look for an NVLink link down")
+    assert stats(result)["eight"]["gate"]["allreduce"]["busbw_gbps"] == 61.0
