@@ -8,6 +8,7 @@ for every CI run: `make cluster-faults` runs them (times in the issue's closing 
 - a slow network: every member's link limited with tc (`tfprov local fault N rate --mbit R`); the check's timed
   all-reduce measures a bus bandwidth near that rate and passes against it as the link's figure; the same figure
   over links slowed to a quarter fails the run with the bandwidth's line.
+- the admission gate: members told they have a GPU that no driver reaches fail the gate, and the job never starts.
 """
 
 import json
@@ -108,3 +109,16 @@ def test_the_all_reduce_measures_the_links_rate_and_a_slowed_link_fails_the_run(
         assert "all-reduce bus bandwidth" in said and "of the 0.025 GB/s a 0.2 Gbit/s link gives" in said, said[-3000:]
     finally:
         limit_links(cluster_cloud, 0)
+
+
+def test_a_member_failing_the_admission_gate_stops_run_cluster_before_the_job(cluster_cloud):
+    # Told that each node has a GPU, the gate finds none it can reach (no driver): every member fails it, in one line,
+    # and the job never starts.
+    proc = tfprov("run", "cluster", "-e", "tfprov_gpu_count=1", runs_dir=cluster_cloud)
+    assert proc.returncode == 4, proc.stdout[-4000:]
+    report = latest_report(cluster_cloud)
+    assert not jobs(report), "a job ran although the gate failed"
+    said = " ".join(proc.stdout.split())
+    assert "FAIL: 1 GPU(s) but no nvidia-smi (no driver installed): run tfprov run node to install the driver" in said
+    gate = report["hosts"][CHIEF]["data"]["gate"]
+    assert gate["healthy"] is False and gate["expected_gpu_count"] == 1

@@ -147,8 +147,10 @@ def driver_on_vm_1(vms, tmp_path_factory):
     log = tmp_path_factory.mktemp("driver") / "driver.log"
     before = vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
     started = time.monotonic()
+    # Each task's time in the log (profile_tasks): where the emulated minutes go.
+    env = {**os.environ, "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
     with open(log, "w") as out:
-        proc = subprocess.Popen(driver_command(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(driver_command(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
     yield proc, log, started, before
     if proc.poll() is None:
         proc.kill()
@@ -228,6 +230,8 @@ def test_the_driver_role_reboots_a_vm_whose_driver_is_not_loaded_rereads_it_and_
     proc.wait(timeout=1500)
     print(f"driver role with its reboot: {time.monotonic() - started:.0f} s (beside VM_2's tests)")
     out = log.read_text()
+    slowest = [line for line in out.splitlines() if re.search(r" -+ \d+\.\d+s$", line)][:8]
+    print("slowest tasks:\n" + "\n".join(slowest))
     assert proc.returncode == 2, out[-4000:]
     assert "TASK [tfprov.gpu.nvidia_driver : Reboot to load the driver" in out
     assert "Read the driver state after the reboot" in out and "Record the node's new boot" in out
