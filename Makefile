@@ -22,7 +22,7 @@ help:
 	@echo "make bench-cluster  - fresh and no-op tfprov run cluster on 1, 2 and 4 local nodes (a benchmark)"
 	@echo "make bench-fleet    - tfprov fleet drift and a no-op fleet update on 1, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
-	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, then recovered (too long for CI)"
+	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, a slow link, members failing the gate (too long for CI)"
 	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
 	@echo "make test-vm-heavy - whole nodes on VMs: cluster + firewall across reboot, baked node adopted, DKMS build (by hand)"
 
@@ -163,7 +163,8 @@ test-vm: venv
 test-vm-heavy: venv
 	$(BIN)/pytest -q -s -m vm_heavy
 
-# Faults injected into `tfprov run cluster` (a task killed mid-check, a re-run recovering): minutes, not for every CI run.
+# Faults injected into `tfprov run cluster` (a task killed mid-check, a re-run recovering, links slowed with tc, members
+# failing the admission gate): minutes, not for every CI run.
 cluster-faults: images baked-image
 	$(BIN)/pytest -q -m cluster_faults
 

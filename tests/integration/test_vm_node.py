@@ -4,8 +4,9 @@ Two VMs under QEMU (TCG): `tfprov run cluster` converges both (TensorFlow from P
 cluster's nftables table with the firewall asked for by name on nodes whose nftables.service is disabled, as Debian
 installs it); a reboot keeps the table and the units as a converge left them (the table loaded at boot, the server
 and job units installed, neither enabled nor started); the chief generalized and baked, both VMs made again from
-the image (new host keys, new machine-id) and `tfprov run node` adopting them with 0 changed; then the driver as an
-image bake installs it, Debian's DKMS module built against the kernel the VM boots.
+the image (new host keys, new machine-id) and `tfprov run node` adopting them with 0 changed; then, on a VM of its
+own with two vCPUs, the driver as an image bake installs it, Debian's DKMS module built against the kernel the VM
+boots (about an hour emulated).
 """
 
 import json
