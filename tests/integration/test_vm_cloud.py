@@ -88,7 +88,9 @@ def vms():
     assert host_network() == before  # nothing of the VMs' networks was ever on the host's
 
 
-def test_vms_answer_ssh_as_debian_with_sudo_and_the_host_keys_from_their_consoles(vms):
+def test_vms_answer_ssh_as_debian_with_sudo_and_the_host_keys_from_their_consoles(vms, driver_on_vm_1):
+    # driver_on_vm_1 starts the driver's run on VM_1 now: the tests that need VM_1 (this one and the segment's) take
+    # about a minute, and the run reboots VM_1 only after its headers and DKMS are in (four minutes and more).
     for name in (VM_1, VM_2):
         proc = vm_ssh(name, "hostname; sudo -n id -u; cloud-init status; systemd-detect-virt")
         assert proc.returncode == 0, proc.stderr
@@ -142,8 +144,8 @@ def driver_command(**extra) -> list[str]:
 
 @pytest.fixture(scope="module")
 def driver_on_vm_1(vms, tmp_path_factory):
-    """The driver role's run on VM_1 (minutes of emulated apt), started once the tests that need VM_1 up are done,
-    while VM_2's tests go on: VM_1's reboot in it then disturbs nothing."""
+    """The driver role's run on VM_1 (minutes of emulated apt), started at the first test: its reboot comes minutes
+    later, after the tests that need VM_1 up, while VM_2's tests go on."""
     log = tmp_path_factory.mktemp("driver") / "driver.log"
     before = vm_ssh(VM_1, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
     started = time.monotonic()

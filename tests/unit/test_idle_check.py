@@ -40,9 +40,12 @@ class Node:
 
     def args(self, tmp_path, *extra):
         smi = str(self.smi) if self.utilization is not None else str(tmp_path / "no-such-nvidia-smi")
+        boot = tmp_path / "boot_id"
+        if not boot.exists():
+            boot.write_text("boot-1\n")
         return checker.parser().parse_args(["--minutes", "30", "--threshold", "5", "--state",
                                             str(tmp_path / "state" / "idle.json"), "--nvidia-smi", smi,
-                                            "--timer", str(tmp_path / "timer"), *extra])
+                                            "--timer", str(tmp_path / "timer"), "--boot-id", str(boot), *extra])
 
     def check(self, tmp_path, at, *extra, stopper=None):
         kwargs = {"stopper": stopper} if stopper else {}
@@ -228,3 +231,17 @@ def test_a_serving_node_idle_on_gpu_and_load_is_busy_while_tf_serving_runs(tmp_p
 
 def test_the_same_node_without_its_workloads_is_idle(tmp_path):
     assert BusyNode(tmp_path).check(tmp_path, T0, *BUSY)["idle"]
+
+
+def test_idle_time_before_a_stop_does_not_count_after_the_vm_is_started_again(tmp_path):
+    # Found on a real VM (make test-vm): started again after the guard stopped it, the VM was powered off at the
+    # first check after boot, since the idle time from before the stop still counted.
+    node, stops = Node(tmp_path), []
+    node.check(tmp_path, T0)
+    assert node.check(tmp_path, T0 + timedelta(minutes=31), stopper=lambda *a: "stopped")["stop_due"]
+    (tmp_path / "boot_id").write_text("boot-2\n")  # the VM started again, hours later
+    state = node.check(tmp_path, T0 + timedelta(hours=5), stopper=lambda *a: stops.append(a))
+    assert state["idle_since"] == (T0 + timedelta(hours=5)).isoformat() and not state["stop_due"] and not stops
+    assert stored(tmp_path)["boot_id"] == "boot-2"
+    later = node.check(tmp_path, T0 + timedelta(hours=5, minutes=31), stopper=lambda *a: stops.append(a))
+    assert later["stop_due"] and stops  # idle for the whole window within this boot: stopped

@@ -23,6 +23,7 @@ import urllib.request
 from datetime import datetime, timezone
 
 STATE = "/var/lib/tfprov/idle.json"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 TIMER = "/etc/systemd/system/tfprov-idle-stop.timer"
 METADATA = "http://metadata.google.internal/computeMetadata/v1"
 COMPUTE = "https://compute.googleapis.com/compute/v1"
@@ -178,10 +179,25 @@ def stop(method: str, args, runner=run) -> str:
     return "systemctl poweroff" if rc == 0 else f"systemctl poweroff failed: {out.strip()[:200]}"
 
 
+def boot_id(path: str = BOOT_ID) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
+def this_boots(previous: dict, boot: str | None) -> dict:
+    """The previous state if it was written during this boot, else nothing: idle time before a stop never counts
+    after the VM is started again (its user started it to use it; the window starts over)."""
+    return previous if boot is None or previous.get("boot_id") == boot else {}
+
+
 def check(args, now: datetime | None = None, runner=run, load=cpu_load_percent, stopper=stop) -> dict:
     now = now or datetime.now(timezone.utc)  # noqa: UP017 - nodes may run Python < 3.11
-    state = decide(now, load_state(args.state), reading(args, runner, load), args.minutes)
-    state.update({"method": args.method, "dry_run": args.dry_run, "enabled": True})
+    boot = boot_id(args.boot_id)
+    state = decide(now, this_boots(load_state(args.state), boot), reading(args, runner, load), args.minutes)
+    state.update({"method": args.method, "dry_run": args.dry_run, "enabled": True, "boot_id": boot})
     if not state["stop_due"]:
         state["decision"] = "stay up"
     elif args.dry_run:
@@ -200,7 +216,7 @@ def check(args, now: datetime | None = None, runner=run, load=cpu_load_percent, 
 def report(args, now: datetime | None = None, runner=run, load=cpu_load_percent) -> dict:
     """Read-only: a fresh reading, with the timer's idle_since when the timer's last check saw the node idle too."""
     now = now or datetime.now(timezone.utc)  # noqa: UP017 - nodes may run Python < 3.11
-    previous = load_state(args.state)
+    previous = this_boots(load_state(args.state), boot_id(args.boot_id))
     state = decide(now, previous if previous.get("idle") else {}, reading(args, runner, load),
                    previous.get("stop_after_minutes", args.minutes))
     state.update({"enabled": os.path.exists(args.timer), "timer_last_check": previous.get("last_check"),
@@ -226,6 +242,7 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--report", action="store_true", help="print the reading and the state as JSON, change nothing")
     out.add_argument("--state", default=STATE)
     out.add_argument("--timer", default=TIMER, help=argparse.SUPPRESS)
+    out.add_argument("--boot-id", default=BOOT_ID, help=argparse.SUPPRESS)
     out.add_argument("--nvidia-smi", default="nvidia-smi", help=argparse.SUPPRESS)
     out.add_argument("--metadata-url", default=METADATA, help=argparse.SUPPRESS)
     out.add_argument("--compute-url", default=COMPUTE, help=argparse.SUPPRESS)
