@@ -13,9 +13,10 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.tfprov.gpu.plugins.module_utils.gpu_health import REPLACE
+
 PASSED = ("pass", "skip", "not run")
-ACTION = "reset the GPU (nvidia-smi -r) and run dcgmi diag again; if the test fails again, take the node out of " \
-         "service and replace it (report the GPU to the provider)"
+ACTION = "reset the GPU (nvidia-smi -r) and run dcgmi diag again; if the test fails again, " + REPLACE
 
 
 class DcgmOutputError(Exception):
