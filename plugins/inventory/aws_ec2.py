@@ -64,15 +64,15 @@ options:
         required: true
       prefix:
         description:
-        - Prefix to prepend to O(hostnames.name). Same options as O(hostnames.name).
-        - If O(hostnames.prefix) is specified, final hostname will be O(hostnames.prefix) +
-          O(hostnames.separator) + O(hostnames.name).
+        - Prefix to prepend to O(hostnames[].name). Same options as O(hostnames[].name).
+        - If O(hostnames[].prefix) is specified, final hostname will be O(hostnames[].prefix) +
+          O(hostnames[].separator) + O(hostnames[].name).
         type: str
         default: ''
         required: false
       separator:
         description:
-        - Value to separate O(hostnames.prefix) and O(hostnames.name) when O(hostnames.prefix)
+        - Value to separate O(hostnames[].prefix) and O(hostnames[].name) when O(hostnames[].prefix)
           is specified.
         type: str
         default: _

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 name: docker_containers
 short_description: Docker containers as inventory, for files named C(*docker_containers.yml)
 description:
-  - The M(community.docker.docker_containers) inventory plugin, unchanged, except that it also reads
+  - The P(community.docker.docker_containers#inventory) inventory plugin, unchanged, except that it also reads
     configuration files whose name ends with V(docker_containers.yml) or V(docker_containers.yaml).
   - tfprov's local cloud (C(tfprov up local)) labels each node container with its role; the
     inventory turns the labels into tfprov's group contract.

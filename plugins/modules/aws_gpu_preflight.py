@@ -22,7 +22,7 @@ author:
   - tfprov maintainers
 options:
   region: {description: AWS region., type: str, required: true}
-  zones: {description: Zones to use, in the order to try them., type: list, elements: str, required: true}
+  zones: {description: "Zones to use, in the order to try them.", type: list, elements: str, required: true}
   nodes:
     description: The spec's nodes (C(name), C(role), C(type)).
     type: list
@@ -46,18 +46,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-zones_by_type: {description: Per instance type the spec's zones offering it, in order., returned: success, type: dict}
+zones_by_type: {description: "Per instance type the spec's zones offering it, in order.", returned: success, type: dict}
 quotas:
   description: One entry per GPU quota involved (code, name, needed, in_use, limit, readable).
   returned: success
   type: list
-existing: {description: The cluster's instances by Name tag (id, zone, state, type)., returned: success, type: dict}
+existing: {description: "The cluster's instances by Name tag (id, zone, state, type).", returned: success, type: dict}
 instances:
   description: Every instance of the cluster (id, name, label, zone, state, type), two sharing a Name included.
   returned: success
   type: list
-image: {description: The AMI (id, root_device_name, tfprov_image tag)., returned: when image is set, type: dict}
-key: {description: The key pair (exists, imported_by_tfprov)., returned: when key_name is set, type: dict}
+image: {description: "The AMI (id, root_device_name, tfprov_image tag).", returned: when image is set, type: dict}
+key: {description: "The key pair (exists, imported_by_tfprov).", returned: when key_name is set, type: dict}
 """
 
 import re

@@ -33,12 +33,12 @@ options:
       The VM's hostname (the inventory names hosts by it); C({zone}) in it becomes the zone the VM is made in.
     type: str
     required: true
-  machine_type: {description: Machine type, e.g. n1-standard-8., type: str, required: true}
+  machine_type: {description: "Machine type, e.g. n1-standard-8.", type: str, required: true}
   image: {description: "Source image (selfLink, or projects/P/global/images/[family/]NAME).", type: str, required: true}
   disk_gb: {description: Boot disk size in GB., type: int, required: true}
-  accelerator: {description: GPU type, e.g. nvidia-tesla-t4; none when empty., type: str, default: ""}
+  accelerator: {description: "GPU type, e.g. nvidia-tesla-t4; none when empty.", type: str, default: ""}
   accelerator_count: {description: GPUs of that type., type: int, default: 0}
-  spot: {description: Run as a Spot VM (provisioningModel SPOT, stopped when preempted)., type: bool, default: false}
+  spot: {description: "Run as a Spot VM (provisioningModel SPOT, stopped when preempted).", type: bool, default: false}
   labels: {description: Labels of the VM., type: dict, default: {}}
   ssh_keys: {description: "The C(ssh-keys) metadata value (user:public key).", type: str, required: true}
   network: {description: The network's selfLink., type: str, required: true}

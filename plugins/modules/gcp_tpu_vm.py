@@ -27,7 +27,11 @@ options:
   tags: {description: Network tags (the cluster's firewall rules target them)., type: list, elements: str, default: []}
   bucket: {description: "gs:// bucket the TPU reads and writes; checked to be in the TPU's region.", type: str}
   vm_region: {description: The region of the cluster's VMs; checked to match the TPU's., type: str}
-  state: {description: present, absent or checked., type: str, default: present, choices: [present, absent, checked]}
+  state:
+    description: C(present), C(absent) or C(checked).
+    type: str
+    default: present
+    choices: [present, absent, checked]
   wait_timeout: {description: Seconds to wait for the create or delete operation., type: int, default: 1800}
 author: tfprov
 """

@@ -131,7 +131,7 @@ problems:
     severity: {description: C(fail) or C(warn)., type: str}
     check: {description: "C(count), C(driver), C(ecc), C(retired_pages), C(remapped_rows), C(clocks),
       C(persistence), C(pcie), C(nvlink), C(fabric), C(xid).", type: str}
-    gpu: {description: The GPU's index, or null for the node., type: int}
+    gpu: {description: "The GPU's index, or null for the node.", type: int}
     message: {description: What is wrong., type: str}
     action: {description: NVIDIA's recommended action., type: str}
 lines:

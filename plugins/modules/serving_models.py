@@ -18,7 +18,7 @@ description:
   - Refuses, with one line naming the model, path or port - no models; a name used twice or with other
     characters than letters, digits, C(.), C(_), C(-); a source scheme other than a local path, C(gs://),
     C(s3://); a local path that does not exist; no numeric version directory; a non-numeric version in
-    O(models[].versions) or O(models[].labels); a version directory without C(saved_model.pb); a specific
+    a model's C(versions) or C(labels); a version directory without C(saved_model.pb); a specific
     version or label that the source does not have (or the policy does not serve); C(sync=false) for a scheme
     the release cannot read (S3, tensorflow/serving#1963); equal gRPC and REST ports; host networking without
     bind address C(0.0.0.0); a port held by another process than the serving container (from
@@ -96,6 +96,7 @@ options:
     elements: dict
 attributes:
   check_mode:
+    description: Resolving runs unchanged; syncing only reports what it would download or remove.
     support: full
 notes:
   - Resolving never reports a change; syncing reports one when a file was downloaded or removed.

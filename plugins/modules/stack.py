@@ -116,8 +116,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Resolves the same way in check mode; it changes nothing in either mode.
     support: full
   facts:
+    description: Sets C(tfprov_stack).
     support: full
 notes:
   - Sets facts only; never reports a change.
@@ -151,15 +153,15 @@ ansible_facts:
         tensorflow: {description: TensorFlow major.minor., type: str}
         tensorflow_version: {description: Exact TensorFlow version to install., type: str}
         variant: {description: C(gpu) or C(cpu)., type: str}
-        gpu_node: {description: GPUs present, or driver_mode C(bake)., type: bool}
+        gpu_node: {description: "GPUs present, or driver_mode C(bake).", type: bool}
         cuda: {description: CUDA major.minor., type: str}
         cudnn: {description: cuDNN major.minor., type: str}
         cudnn_full: {description: Full cuDNN version (null where the matrix has no pin)., type: str}
         min_driver: {description: Lowest driver version the CUDA runs on., type: str}
         min_driver_branch: {description: Its branch., type: str}
-        recommended_driver_branch: {description: tfprov's branch for the CUDA, capped to the GPUs., type: str}
-        driver_branch: {description: The pinned branch, or the one chosen that all the GPUs can run., type: str}
-        driver_action: {description: C(skip), C(adopt) or C(install)., type: str}
+        recommended_driver_branch: {description: "tfprov's branch for the CUDA, capped to the GPUs.", type: str}
+        driver_branch: {description: "The pinned branch, or the one chosen that all the GPUs can run.", type: str}
+        driver_action: {description: "C(skip), C(adopt) or C(install).", type: str}
         oldest_gpu:
           description: >-
             C(name), C(compute_capability), C(architecture), C(last_driver_branch) of the oldest GPU, or null.
@@ -168,9 +170,11 @@ ansible_facts:
         python_max: {description: Highest Python the TensorFlow supports., type: str}
         python: {description: The node's Python (venv) or the newest the TensorFlow supports (conda)., type: str}
         pip_cuda_packages: {description: The nvidia-* wheels TensorFlow pins (name -> spec)., type: dict}
-        pip_cuda_requirements: {description: The same, each pinned to one version (C(name==version))., type: list}
-        distro_driver: {description: What the distribution ships for the driver (distro method), else null., type: dict}
-        distro_cuda: {description: The distribution's CUDA toolkit (distro method), else null., type: dict}
+        pip_cuda_requirements: {description: "The same, each pinned to one version (C(name==version)).", type: list}
+        distro_driver:
+          description: What the distribution ships for the driver (distro method), else null.
+          type: dict
+        distro_cuda: {description: "The distribution's CUDA toolkit (distro method), else null.", type: dict}
         warnings: {description: What was resolved but deserves attention., type: list}
   sample:
     tfprov_stack:
