@@ -12,11 +12,12 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-inventory build test clean
+.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-inventory build docs test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
-	@echo "make test   - lint, unit tests, collection build, molecule, integration tests (what CI runs)"
+	@echo "make test   - lint, unit tests, collection build, docs, molecule, integration tests (what CI runs)"
+	@echo "make docs   - the collection reference and the guides as one site (docs/reference/build/html), docs linted"
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-cluster  - fresh and no-op tfprov run cluster on 1, 2 and 4 local nodes (a benchmark)"
@@ -63,12 +64,39 @@ lint: venv
 	# inventory directory, running each executable file in it with --list (5 s of CPU per playbook).
 	ANSIBLE_INVENTORY=/dev/null $(BIN)/ansible-lint --offline --profile production
 
-unit: venv
+unit: venv browser
 	$(BIN)/pytest -q -m "not integration"
+
+# Debian's Chromium, for the run page's test in a real headless browser (tests/unit/test_report_browser.py).
+browser:
+	@command -v chromium >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium; }
 
 build: venv
 	rm -rf dist && $(BIN)/ansible-galaxy collection build --output-path dist .
 	tests/check_tarball.sh $(CURDIR)/dist/tfprov-gpu-*.tar.gz
+
+# The docs extra (antsibull-docs, Sphinx, the Ansible theme, MyST) in the same venv, installed once per pyproject.toml.
+$(VENV)/.docs-extra: pyproject.toml | $(BIN)/tfprov
+	$(BIN)/pip install -q -e '.[docs]'
+	touch $@
+
+# The collection's reference (plugins' DOCUMENTATION, roles' meta/argument_specs.yml) and the guides in docs/, as one
+# Sphinx site in docs/reference/build/html. First antsibull-docs lints every plugin's and role's documentation (schema,
+# markup, references between them): a DOCUMENTATION block that no longer parses, or names an option that is not
+# there, fails here. It copies the collection and its dependencies to a scratch directory, copying only Git's files
+# of a directory inside a Git work tree: GIT_CEILING_DIRECTORIES keeps the venv's collections (inside this checkout,
+# ignored by Git) from being taken for part of it. Then the reference is generated (--fail-on-error: no error pages)
+# and Sphinx builds the site with every warning an error, reading every page again (-E: a page an incremental build
+# skips would hide its warnings).
+DOCS_RST := docs/reference/rst
+docs: venv $(VENV)/.docs-extra
+	GIT_CEILING_DIRECTORIES=$(CURDIR) $(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
+	mkdir -p $(DOCS_RST) && chmod go-w $(DOCS_RST)  # antsibull-docs wants it writable by its owner only
+	$(BIN)/antsibull-docs --config-file docs/reference/antsibull-docs.cfg collection --use-current --fail-on-error \
+	  --cleanup everything --dest-dir $(DOCS_RST) tfprov.gpu
+	$(BIN)/sphinx-build -M html docs docs/reference/build -c docs/reference -E -W --keep-going -q
+	@echo "docs: docs/reference/build/html/index.html"
 
 # The build context of the execution environment for AWX / Automation Controller (README): build the image elsewhere.
 ee-context: build
@@ -168,14 +196,14 @@ test-vm-heavy: venv
 cluster-faults: images baked-image
 	$(BIN)/pytest -q -m cluster_faults
 
-# CI's order, in three phases. Lint, the unit tests and the collection build (CPU) run while the node images, the
-# wheelhouse and the serving image are made (network and disk); then the molecule lanes; then the integration tests
+# CI's order, in three phases. Lint, the unit tests, the collection build and the docs (CPU) run while the node images,
+# the wheelhouse and the serving image are made (network and disk); then the molecule lanes; then the integration tests
 # (not in parallel: their local cloud has fixed node names and ports). A failure in any phase fails `make test`.
 test: venv
-	$(call run_lane,checks,$(MAKE) --no-print-directory lint unit build) & c=$$!; \
+	$(call run_lane,checks,$(MAKE) --no-print-directory lint unit build docs) & c=$$!; \
 	$(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) & i=$$!; \
 	rc=0; wait $$c || rc=$$?; ri=0; wait $$i || ri=$$?; wait; \
-	[ $$rc = 0 ] || echo "make test: lint, unit or build FAILED (lines starting with [lane checks])"; \
+	[ $$rc = 0 ] || echo "make test: lint, unit, build or docs FAILED (lines starting with [lane checks])"; \
 	[ $$ri = 0 ] || echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; \
 	[ $$rc = 0 ] && [ $$ri = 0 ]
 	$(MAKE) --no-print-directory molecule
