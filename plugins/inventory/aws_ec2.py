@@ -22,7 +22,7 @@ description:
   C(tfprov_<role>) (tag C(tfprov:role)), C(gpu_<family>) and C(gpu_<model>) when it differs;
   host vars C(tfprov_node_role), C(tfprov_cluster), C(tfprov_gpu_model), C(tfprov_gpu_family),
   C(tfprov_gpu_count), C(tfprov_gpu_nvlink), C(tfprov_tf_address), C(tfprov_tf_port), C(tfprov_zone),
-  C(tfprov_instance_type), C(tfprov_booted_from_image).'
+  C(tfprov_instance_type), C(tfprov_provider), C(tfprov_market), C(tfprov_booted_from_image).'
 - 'A thin composition: amazon.aws.aws_ec2''s own parse runs untouched, then tfprov''s vars and groups are added to
   the hosts it listed; no private method of amazon.aws is overridden. O(raw_hostvars) trims what each host carries.'
 - 'Why not compose: ansible-core 2.19 compiles every compose expression anew for every host;
@@ -248,6 +248,9 @@ def tfprov_vars(host_vars):
         "tfprov_tf_port": port,
         "tfprov_zone": (host_vars.get("placement") or {}).get("availability_zone", ""),
         "tfprov_instance_type": host_vars.get("instance_type") or "",
+        "tfprov_provider": "aws",
+        # What tfprov's price lookup needs: a Spot instance is priced at the Spot market's rate.
+        "tfprov_market": "spot" if host_vars.get("instance_lifecycle") == "spot" else "on-demand",
         "tfprov_booted_from_image": tags.get("tfprov:image", ""),
         "tfprov_gpu_model": gpu["model"],
         "tfprov_gpu_family": gpu["family"],

@@ -23,6 +23,7 @@ from . import (
     fleet_status,
     gate,
     idle,
+    report_index,
     retry,
     services,
 )
@@ -35,7 +36,7 @@ from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
 from .local import vms as local_vms
-from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped, print_refused
+from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped, print_refused, usd
 from .progress import Progress
 from .project import project_root
 from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
@@ -136,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="local: container nodes (default), or vm: Debian 12 VMs under QEMU (real kernels, "
                             "reboots, cloud-init; cloud name 'vm' unless --name; see README)")
         if verb == "up":
+            u.add_argument("--max-hourly-cost", type=usd, metavar="USD",
+                           help="aws / gcp: refuse the spec, before anything is created, when its nodes cost more "
+                                "than this many US dollars per hour (or when a price is unknown)")
             u.add_argument("-n", "--nodes", type=positive, default=3,
                            help="how many nodes (default 3). Their roles: 1 chief; 2 chief, worker; 3 chief, worker, "
                                 "ps; 4 chief, worker, worker, ps; 5 the same and serving; more: more workers")
@@ -155,6 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
             u.add_argument("--subnet", metavar="CIDR",
                            help="private network: the cloud's subnet (default 10.210.<slot>.0/24; node N is host "
                                 f"{local_cloud.FIRST_HOST}+N, the gateway host 1)")
+
+    rp = sub.add_parser("report", help="print the path of a run's page (report.html), writing it if missing",
+                        description="Print the path of a run's report.html (one self-contained page: what ran where, "
+                                    "durations, versions, failures, bench, gate, serving, cluster job, fleet, drift, "
+                                    "cost) and refresh the runs' index.html.")
+    rp.add_argument("run", nargs="?", default="latest",
+                    help="latest (default), a run directory's name or its start (20261125T0612), or a path")
+    rp.add_argument("--open", action="store_true", help="open the page in a browser, where one exists")
 
     lc = sub.add_parser("local", help="act on a local cloud: faults on demand")
     local_sub = lc.add_subparsers(dest="local_command", required=True, metavar="ACTION")
@@ -284,7 +296,7 @@ def cmd_run(args, out: Console) -> int:
         return 0
     inventory = DEFAULT_INVENTORY if args.inventory is None else args.inventory
     options = RunOptions(inventory=inventory, limit=args.limit, check=args.check,
-                         extravars=variables, forks=args.forks, keep_runs=args.keep_runs)
+                         extravars=variables, forks=args.forks, keep_runs=args.keep_runs, command=args.argv)
     report, run_dir = run_plan(plan, root, options, Progress())
     out.print(summary_table(report))
     if report["plays"]:
@@ -322,6 +334,7 @@ def cmd_run(args, out: Console) -> int:
     cluster.show(report, run_dir / "cluster", out)
     idle.show(report, out)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
+    out.print(f"page: {run_dir / 'report.html'} (tfprov report latest)", highlight=False)
     return report["rc"]
 
 
@@ -342,7 +355,9 @@ def _cloud_args(args) -> bool:
 
 def cmd_up(args, out: Console) -> int:
     if _cloud_args(args):
-        return clouds.run("up", args.target, args.spec, out)
+        return clouds.run("up", args.target, args.spec, out, max_hourly_cost=args.max_hourly_cost)
+    if args.max_hourly_cost is not None:
+        raise TfprovError("--max-hourly-cost is for tfprov up aws|gcp: local nodes cost nothing by the hour")
     roles = args.roles.split(",") if args.roles else None
     if args.kind == "vm":
         return _up_vms(args, roles, out)
@@ -431,7 +446,8 @@ def cmd_fleet(args, out: Console) -> int:
 
 
 COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "down": cmd_down,
-            "engine": cmd_engine, "images": cmd_images, "fleet": cmd_fleet, "local": cmd_local}
+            "engine": cmd_engine, "images": cmd_images, "fleet": cmd_fleet, "local": cmd_local,
+            "report": report_index.run}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -439,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # for the run's report (masked there)
         # Logs (CI, pipes) get 120 columns rather than Rich's 80, so host names and headings are not cut.
         out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
         return COMMANDS[args.command](args, out)

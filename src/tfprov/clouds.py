@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from . import cloud_inventory
+from . import cloud_inventory, cost
 from . import plan as plan_mod
 from .errors import EXIT_OK, TfprovError
 from .progress import Progress
@@ -140,11 +140,17 @@ def first_failure(report: dict) -> str | None:
 
 
 def run(verb: str, provider: str, spec_path: str, out: Console, extravars: dict | None = None,
-        runner=None) -> int:
+        runner=None, max_hourly_cost: float | None = None, prices=None) -> int:
     if provider not in PROVIDERS:
         raise TfprovError(f"unknown cloud {provider!r}: use {' or '.join(PROVIDERS)}")
     root = project_root()
     spec = check_spec(spec_path, provider, root)
+    if verb == "up":  # the price, and the refusal above --max-hourly-cost, before anything is created
+        found = cost.spec_cost(spec, prices or cost.book())
+        out.print(cost.spec_table(found, spec))
+        for line in cost.spec_lines(found):
+            out.print(line, highlight=False)
+        cost.check_max(found, max_hourly_cost)
     plan = plan_mod.resolve(PLANS[verb], root)
     variables = dict(extravars or {}, tfprov_cloud_spec_file=str(Path(spec_path).expanduser().resolve()),
                      tfprov_cloud_provider=provider)

@@ -15,7 +15,7 @@ REPORT_PREFIX = '{"tfprov_dist_check"'
 FAILED_LOG_LINES = 10
 
 
-def _task_key(task: str) -> tuple[int, int, str]:
+def task_key(task: str) -> tuple[int, int, str]:
     kind, _, index = str(task).partition(":")
     order = TYPE_ORDER.index(kind) if kind in TYPE_ORDER else len(TYPE_ORDER)
     return order, int(index) if index.isdigit() else 0, str(task)
@@ -29,24 +29,30 @@ def tasks(report: dict) -> list[dict]:
         for kind, key in (("job", "dist_job"), ("server", "dist_server")):
             if isinstance(found.get(key), dict):
                 rows.append({**found[key], "host": host, "kind": kind})
-    return sorted(rows, key=lambda row: (_task_key(row.get("task", "?")), row["kind"]))
+    return sorted(rows, key=lambda row: (task_key(row.get("task", "?")), row["kind"]))
 
 
 def failed(row: dict) -> bool:
     return row.get("state") in ("failed", "never_run")
 
 
-def _state(row: dict) -> str:
+def state_text(row: dict) -> tuple[str, str]:
+    """(what happened, how it reads: good, bad, warn or ''): 'failed (exit-code)', 'succeeded', 'running'."""
     state = row.get("state", "?")
-    style = {"succeeded": "green", "failed": "red", "never_run": "red"}.get(state)
+    verdict = {"succeeded": "good", "failed": "bad", "never_run": "bad"}.get(state, "")
     if state == "running":  # a server's job is to keep running; a job still running when the run ended is news
-        style = "green" if row["kind"] == "server" else "yellow"
+        verdict = "good" if row["kind"] == "server" else "warn"
     result = row.get("result")
-    text = f"{state} ({result})" if failed(row) and result and result != "success" else state
+    return (f"{state} ({result})" if failed(row) and result and result != "success" else state), verdict
+
+
+def _state(row: dict) -> str:
+    text, verdict = state_text(row)
+    style = {"good": "green", "bad": "red", "warn": "yellow"}.get(verdict)
     return f"[{style}]{escape(text)}[/{style}]" if style else escape(text)
 
 
-def _exit(row: dict) -> str:
+def exit_text(row: dict) -> str:
     if row.get("signal"):
         return f"signal {row['signal']}"
     return f"exit {row['exit_status']}" if row.get("exit_status") is not None else "-"
@@ -58,6 +64,10 @@ def last_line(row: dict) -> str:
     return lines[-1] if lines else ""
 
 
+def runs_text(row: dict) -> str:
+    return f"job {row.get('job') or ''}".strip() if row["kind"] == "job" else "tf.distribute.Server"
+
+
 def task_table(rows: list[dict]) -> Table:
     out = Table(title="distributed job: every task of the cluster", title_justify="left")
     for column in ("task", "host", "runs", "result", "exit", "seconds", "restarts", "last log line"):
@@ -65,9 +75,9 @@ def task_table(rows: list[dict]) -> Table:
         out.add_column(column, justify="right" if column in ("seconds", "restarts") else "left",
                        overflow="fold" if column == "last log line" else "ellipsis")
     for row in rows:
-        runs = f"job {row.get('job') or ''}".strip() if row["kind"] == "job" else "tf.distribute.Server"
+        runs = runs_text(row)
         seconds = f"{row['seconds']:.1f}" if isinstance(row.get("seconds"), int | float) else "-"
-        out.add_row(escape(str(row.get("task", "?"))), row["host"], escape(runs), _state(row), _exit(row), seconds,
+        out.add_row(escape(str(row.get("task", "?"))), row["host"], escape(runs), _state(row), exit_text(row), seconds,
                     str(row.get("restarts", "-")), escape(last_line(row)))
     return out
 
@@ -78,7 +88,7 @@ def failure_lines(rows: list[dict], limit: int = FAILED_LOG_LINES) -> list[str]:
     for row in filter(failed, rows):
         tail = [line for line in row.get("log_tail") or [] if not line.startswith(REPORT_PREFIX)][-limit:]
         unit = row.get("unit") or row["kind"]
-        what = f"{row.get('task', '?')} on {row['host']} ({unit}): {row.get('state')}, {_exit(row)}"
+        what = f"{row.get('task', '?')} on {row['host']} ({unit}): {row.get('state')}, {exit_text(row)}"
         out.append(f"{what}; its last {len(tail)} log line(s):" if tail else f"{what}; no log lines")
         out += [f"  {line}" for line in tail]
     return out
@@ -93,15 +103,15 @@ def check_reports(rows: list[dict]) -> dict[str, dict]:
 def summary(reports: dict[str, dict]) -> dict:
     """The cluster's check: the chief's report (else the first task's), with every task's problems, and the
     weights' digests compared across tasks (MWMS keeps one copy per worker: they must agree)."""
-    task = next(iter(sorted(reports, key=_task_key)))
+    task = next(iter(sorted(reports, key=task_key)))
     chosen = reports[task]
-    problems = [f"{t}: {p}" for t, r in sorted(reports.items(), key=lambda item: _task_key(item[0]))
+    problems = [f"{t}: {p}" for t, r in sorted(reports.items(), key=lambda item: task_key(item[0]))
                 for p in r.get("problems") or []]
     digests = {t: r["weights_digest"] for t, r in reports.items() if r.get("weights_digest")}
     differ = chosen.get("weights_identical") is not None and len(set(digests.values())) > 1
     if differ:
         problems.append("the weights differ between tasks: " + ", ".join(
-            f"{t} {d[:12]}" for t, d in sorted(digests.items(), key=lambda item: _task_key(item[0]))))
+            f"{t} {d[:12]}" for t, d in sorted(digests.items(), key=lambda item: task_key(item[0]))))
     ok = all(r.get("ok") for r in reports.values()) and not differ
     return {"from_task": task, "ok": ok, "check": chosen, "problems": problems}
 
@@ -148,7 +158,7 @@ def check_table(found: dict) -> Table:
         ("every task took part", f"{_yes(check.get('all_took_part'))} ({escape(participants)})"),
         ("identical weights", _yes(identical) if identical is not None else "- (the parameter servers hold them)"),
         ("examples/s per worker", ", ".join(f"{t} {_number(v)}" for t, v in sorted(
-            per_worker.items(), key=lambda item: _task_key(item[0]))) or "-"),
+            per_worker.items(), key=lambda item: task_key(item[0]))) or "-"),
         ("cluster examples/s", _number(check.get("cluster_examples_per_s"))),
         ("single-worker examples/s", _number(check.get("single_worker_examples_per_s"))),
         ("scaling efficiency", _number(check.get("scaling_efficiency"), "{:.0%}")),
@@ -171,7 +181,7 @@ def plot(found: dict, path: Path) -> Path:
 
     check = found["check"]
     single = check.get("single_worker_examples_per_s") or 0.0
-    per_worker = sorted((check.get("examples_per_s") or {}).items(), key=lambda item: _task_key(item[0]))
+    per_worker = sorted((check.get("examples_per_s") or {}).items(), key=lambda item: task_key(item[0]))
     labels = [task for task, _ in per_worker] + ["cluster"]
     values = [float(v) for _, v in per_worker] + [float(check.get("cluster_examples_per_s") or 0.0)]
     ideal = [single] * len(per_worker) + [single * int(check.get("workers") or len(per_worker))]

@@ -145,7 +145,8 @@ def run(args, out: Console) -> int:
         return 0
     inventory = DEFAULT_INVENTORY if args.inventory is None else args.inventory
     options = RunOptions(inventory=inventory, limit=args.limit, check=args.check,
-                         extravars=variables, forks=args.forks, keep_runs=getattr(args, "keep_runs", None))
+                         extravars=variables, forks=args.forks, keep_runs=getattr(args, "keep_runs", None),
+                         command=getattr(args, "argv", None))
     report, run_dir = run_plan(plan, root, options, Progress())
     found = rows(report)
     if found:

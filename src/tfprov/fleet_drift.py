@@ -182,7 +182,7 @@ def run(args, out: Console) -> int:
     plan = plan_mod.resolve(PLAN, root)
     options = RunOptions(inventory=args.inventory, limit=args.limit, check=True,
                          extravars=extravars.parse(args.extra_vars), forks=args.forks,
-                         keep_runs=getattr(args, "keep_runs", None))
+                         keep_runs=getattr(args, "keep_runs", None), command=getattr(args, "argv", None))
     recorder = ChangeRecorder()
     report, run_dir = run_plan(plan, root, options, recorder)
     found = rows(report, recorder.changes)

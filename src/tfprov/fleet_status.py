@@ -8,7 +8,6 @@ Read-only runs (the plans status and drift, and any --check run) are not "the la
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,35 +15,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import cost, rundirs
 from . import plan as plan_mod
-from . import rundirs
+from .cost import money
 from .fleet_drift import show_problems
 from .options import DEFAULT_INVENTORY, positive
+from .prices import PriceBook
 from .progress import Progress
 from .project import project_root
 from .runner import RunOptions, run_plan
 
 PLAN = "status"
 READ_ONLY_PLANS = ("status", "drift")
-_RUN_DIR = re.compile(r"^\d{8}T\d{6}Z-")  # runner.new_run_dir's names
-
-
 def load_reports(base: Path, exclude: Path | None = None) -> list[dict]:
     """Every readable report.json under the runs directory, newest first (by its start, else the directory's name)."""
-    found = []
-    if not base.is_dir():
-        return found
-    for directory in base.iterdir():
-        if not _RUN_DIR.match(directory.name) or directory == exclude:
-            continue
-        try:
-            report = json.loads((directory / "report.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # a run still going, or killed before its report
-            continue
-        if isinstance(report, dict) and isinstance(report.get("hosts"), dict):
-            report.setdefault("run_dir", str(directory))
-            found.append((str(report.get("started") or ""), directory.name, report))
-    return [report for _, _, report in sorted(found, key=lambda item: item[:2], reverse=True)]
+    return [report for directory, report in rundirs.reports(base) if directory != exclude]
 
 
 def _changing(report: dict) -> bool:
@@ -105,15 +90,41 @@ def last_idle(host: str, reports: list[dict]) -> dict | None:
     return None
 
 
-def host_row(name: str, host: dict, history: list[dict]) -> dict:
-    installed = (host.get("data") or {}).get("installed")
-    return {"host": name, "reachable": host.get("status") != "unreachable", "installed": installed,
-            "last_run": last_run(name, history), "last_bench": last_bench(name, history),
-            "idle": last_idle(name, history)}
+def host_row(name: str, host: dict, history: list[dict], prices: PriceBook | None = None) -> dict:
+    data = host.get("data") or {}
+    row = {"host": name, "reachable": host.get("status") != "unreachable", "installed": data.get("installed"),
+           "last_run": last_run(name, history), "last_bench": last_bench(name, history),
+           "idle": last_idle(name, history), "uptime_s": data.get("uptime_s"), "hourly": None, "cost_so_far": None}
+    item = cost.host_item(data.get("node") or {})
+    if item:  # a cloud node: its price per hour, and what it has cost since it was started (its uptime)
+        price = (prices or cost.book()).price(item)
+        row.update(type=item.type, market=item.market, hourly=price.hourly, price_source=price.source)
+        if price.hourly is not None and isinstance(row["uptime_s"], int | float):
+            row["cost_so_far"] = round(price.hourly * row["uptime_s"] / 3600, 4)
+    return row
 
 
-def rows(report: dict, history: list[dict]) -> list[dict]:
-    return [host_row(name, host, history) for name, host in sorted(report["hosts"].items())]
+def rows(report: dict, history: list[dict], prices: PriceBook | None = None) -> list[dict]:
+    return [host_row(name, host, history, prices) for name, host in sorted(report["hosts"].items())]
+
+
+def uptime(row: dict) -> str:
+    """A cloud node's time up (its bill runs from its start); a local container shares the host's clock: '-'."""
+    seconds = row.get("uptime_s")
+    if not row.get("type") or not isinstance(seconds, int | float):
+        return "-"
+    hours = seconds / 3600
+    return f"{seconds / 60:.0f} min" if hours < 2 else f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
+
+
+def cost_cell(row: dict) -> str:
+    if not row.get("type"):
+        return "-"
+    if row.get("hourly") is None:
+        return f"unknown ({escape(str(row.get('type')))})"
+    so_far = money(row["cost_so_far"]) if row.get("cost_so_far") is not None else "?"
+    spot = " spot" if row.get("market") == "spot" else ""
+    return f"{so_far} ({money(row['hourly'])}/h {escape(str(row.get('type')))}{spot})"
 
 
 def ago(stamp: str | None, now: datetime | None = None) -> str:
@@ -139,7 +150,8 @@ def _version(installed: dict | None, part: str) -> str:
 
 def table(found: list[dict], now: datetime | None = None) -> Table:
     out = Table(title=f"tfprov fleet status: {len(found)} host{'s' if len(found) != 1 else ''}", title_justify="left")
-    for column in ("host", "TensorFlow", "Python", "CUDA", "cuDNN", "driver", "last run", "last bench", "idle"):
+    for column in ("host", "TensorFlow", "Python", "CUDA", "cuDNN", "driver", "last run", "last bench", "idle",
+                   "up for", "cost so far"):
         out.add_column(column)
     style = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red", "not reached": "yellow"}
     for row in found:
@@ -159,7 +171,7 @@ def table(found: list[dict], now: datetime | None = None) -> Table:
         else:
             cells = [_version(installed, "tensorflow"), installed.get("python") or "-",
                      *(_version(installed, part) for part in ("cuda", "cudnn", "driver"))]
-        out.add_row(row["host"], *cells, run_text, bench_text, idle)
+        out.add_row(row["host"], *cells, run_text, bench_text, idle, uptime(row), cost_cell(row))
     return out
 
 
@@ -181,7 +193,7 @@ def run(args, out: Console) -> int:
     plan = plan_mod.resolve(PLAN, root)
     # Check mode as well as a read-only playbook: status can never change a node.
     options = RunOptions(inventory=args.inventory, limit=args.limit, check=True, forks=args.forks,
-                         keep_runs=getattr(args, "keep_runs", None))
+                         keep_runs=getattr(args, "keep_runs", None), command=getattr(args, "argv", None))
     # Read the history first: this run's own rotation (--keep-runs) may remove the oldest run directories.
     history = load_reports(rundirs.runs_dir(root))
     report, run_dir = run_plan(plan, root, options, Progress())

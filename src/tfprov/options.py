@@ -26,6 +26,17 @@ positive = whole_number(1, "must be at least 1")  # forks, node counts
 count = whole_number(0, "must be 0 or more")  # runs kept, milliseconds
 
 
+def usd(value: str) -> float:
+    """argparse type: an amount of US dollars above zero ('12.5', '$12.50')."""
+    try:
+        amount = float(value.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount of dollars, e.g. 12.50") from None
+    if not amount > 0 or amount == float("inf"):
+        raise argparse.ArgumentTypeError("must be above 0")
+    return amount
+
+
 def print_refused(report: dict) -> None:
     """A run refused within its checking plays (status refused): one line, the first reason, and that nothing
     changed."""

@@ -9,6 +9,7 @@ Roles mark their own secret-taking tasks no_log; this is the net under them.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 MASK = "********"
@@ -65,3 +66,31 @@ class Redactor:
                 text = path.read_text(encoding="utf-8", errors="replace")
                 if any(secret in text for secret in self.secrets):
                     path.write_text(self.text(text), encoding="utf-8")
+
+
+# Options whose values reach the nodes as extra vars: a run's record names them, never their values.
+VALUE_FLAGS = ("-e", "--extra-vars", "--job-arg")
+
+
+def command_line(argv: list[str]) -> str:
+    """tfprov's command line for the report: each extra var's name with its value masked (-e 'a=******** b=****'),
+    a vars file by its @path, every --job-arg masked; the rest as given."""
+    from .extravars import parse_one  # extravars imports nothing of ours; kept local to keep this module light
+
+    out, argv = ["tfprov"], list(argv)
+    while argv:
+        arg = argv.pop(0)
+        flag, joined, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if flag in VALUE_FLAGS and (joined or argv):
+            value = value if joined else argv.pop(0)
+            if flag == "--job-arg" or not value.startswith("@"):
+                try:
+                    value = MASK if flag == "--job-arg" else " ".join(f"{name}={MASK}" for name in parse_one(value))
+                except Exception:  # noqa: BLE001 - unparsable: masked whole
+                    value = MASK
+            out += [f"{flag}={value}"] if joined else [flag, value]
+        elif arg.startswith("-e") and len(arg) > 2 and not arg.startswith("--"):  # -ekey=value
+            out += ["-e", MASK]
+        else:
+            out.append(arg)
+    return shlex.join(out)

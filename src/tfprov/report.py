@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 _COUNTS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored")
+CHANGED_TASKS_KEPT = 200  # per host: a first run changes a few hundred things; the page lists them, not the log
 RESULT_EVENTS = {
     "runner_on_ok": "ok",
     "runner_on_failed": "failed",
@@ -70,10 +71,12 @@ class ReportBuilder:
     no_hosts_matched: bool = False  # a play found no host (ansible's playbook_on_no_hosts_matched)
     _task_spans: dict[str, _Span] = field(default_factory=dict)
     _task_roles: dict[str, str] = field(default_factory=dict)
+    _host_starts: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    _timelines: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
 
     def _host(self, name: str) -> dict:
         return self.hosts.setdefault(
-            name, {**{k: 0 for k in _COUNTS}, "status": "pending", "failed_tasks": []}
+            name, {**{k: 0 for k in _COUNTS}, "status": "pending", "failed_tasks": [], "changed_tasks": []}
         )
 
     def on_event(self, event: dict) -> None:
@@ -85,6 +88,8 @@ class ReportBuilder:
             self._task_spans[data["task_uuid"]] = _Span(data.get("task", ""), when, when)
             if data.get("role"):
                 self._task_roles[data["task_uuid"]] = data["role"]
+        elif kind == "runner_on_start" and when and data.get("host"):
+            self._host_starts[(data.get("task_uuid", ""), data["host"])] = when
         elif kind in RESULT_EVENTS:
             self._on_result(RESULT_EVENTS[kind], data, when)
         elif kind == "playbook_on_stats":
@@ -97,11 +102,27 @@ class ReportBuilder:
         span = self._task_spans.get(data.get("task_uuid", ""))
         if span and when:
             span.end = max(span.end, when)
+        if when:
+            self._on_host_time(data, when)
+        res = data.get("res") or {}
+        if outcome == "ok" and res.get("changed") and len(host["changed_tasks"]) < CHANGED_TASKS_KEPT:
+            role = data.get("role")
+            host["changed_tasks"].append(f"{role}: {data.get('task')}" if role else str(data.get("task")))
         if outcome in ("failed", "unreachable") and not data.get("ignore_errors"):
-            res = data.get("res") or {}
             host["failed_tasks"].append(
                 {"task": data.get("task"), "outcome": outcome, "message": _message(res)}
             )
+
+    def _on_host_time(self, data: dict, when: datetime) -> None:
+        """One host's timeline: consecutive tasks of the same play and role make one segment, from the first task's
+        start on that host to the last one's result (hosts run a play's tasks together, but not equally fast)."""
+        start = self._host_starts.pop((data.get("task_uuid", ""), data["host"]), when)
+        segments = self._timelines[data["host"]]
+        key = (data.get("play") or "", data.get("role") or "")
+        if segments and (segments[-1]["play"], segments[-1]["role"]) == key:
+            segments[-1]["end"] = max(segments[-1]["end"], when)
+        else:
+            segments.append({"play": key[0], "role": key[1], "start": start, "end": when})
 
     def _on_stats(self, data: dict, when: datetime | None) -> None:
         if when:
@@ -140,6 +161,9 @@ class ReportBuilder:
         for name in sorted(self.hosts):
             host = dict(self.hosts[name])
             host["status"] = self.host_status(host)
+            host["timeline"] = [{"play": seg["play"], "role": seg["role"], "start": seg["start"].isoformat(),
+                                 "seconds": round((seg["end"] - seg["start"]).total_seconds(), 2)}
+                                for seg in self._timelines.get(name, [])]
             if name in self.host_data:
                 host["data"] = self.host_data[name]
                 # A host a rolling update never reached ran only its checks: "ok" would say it was updated.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ from .errors import TfprovError
 
 DEFAULT_KEEP_RUNS = 20
 KEEP_RUNS_ENV = "TFPROV_KEEP_RUNS"
-_RUN_DIR = re.compile(r"^(\d{8}T\d{6}Z)-")  # new_run_dir's names; nothing else in the folder is touched
+RUN_DIR = re.compile(r"^(\d{8}T\d{6}Z)-")  # new_run_dir's names; nothing else in the folder is touched
 _PID_FILE = "tfprov.pid"
 
 
@@ -66,7 +67,7 @@ def rotate(base: Path, keep: int, current: Path) -> list[Path]:
         return []
     runs = []
     for path in base.iterdir():
-        match = _RUN_DIR.match(path.name)
+        match = RUN_DIR.match(path.name)
         if match and path.is_dir() and not path.is_symlink() and path != current:
             with contextlib.suppress(OSError):
                 runs.append(((match.group(1), path.stat().st_mtime_ns), path))
@@ -78,3 +79,21 @@ def rotate(base: Path, keep: int, current: Path) -> list[Path]:
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
+
+
+def reports(base: Path) -> list[tuple[Path, dict]]:
+    """(run directory, its report.json) for every readable report under base, newest first (by its start, else
+    the directory's name); a run still going, or killed before its report, has none."""
+    found = []
+    for directory in base.iterdir() if base.is_dir() else []:
+        if not RUN_DIR.match(directory.name):
+            continue
+        try:
+            report = json.loads((directory / "report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and isinstance(report.get("hosts"), dict):
+            report.setdefault("run_dir", str(directory))
+            found.append((str(report.get("started") or ""), directory.name, directory, report))
+    return [(directory, report) for _, _, directory, report in sorted(found, key=lambda item: item[:2],
+                                                                        reverse=True)]

@@ -37,7 +37,7 @@ from .errors import (
 from .plan import Plan, describe_playbook
 from .progress import Progress
 from .project import ansible_env
-from .redact import Redactor
+from .redact import Redactor, command_line
 
 
 @dataclass
@@ -48,6 +48,7 @@ class RunOptions:
     extravars: dict | None = None
     forks: int | None = None
     keep_runs: int | None = None  # None: TFPROV_KEEP_RUNS, else rundirs.DEFAULT_KEEP_RUNS
+    command: list[str] | None = None  # tfprov's arguments, for the report (secrets in them masked)
 
 
 def check_inventory(inventory: str, root: Path) -> str:
@@ -227,6 +228,7 @@ def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, 
         finished=finished.isoformat(),
         seconds=round((finished - started).total_seconds(), 2),
         run_dir=str(run_dir),
+        command=redactor.text(command_line(options.command)) if options.command is not None else None,
         # Fewer plays started than planned: the run stopped before its end (any_errors_fatal, a failed step, an
         # interrupt), so hosts that were fine when it stopped never got the rest (--retry-failed reads this).
         planned_plays=sum(len(describe_playbook(step.playbook)) for step in plan.steps),
@@ -235,4 +237,17 @@ def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, 
                                              ansible_failed=ansible_failed, no_hosts=no_hosts,
                                              refused=0 < len(result["plays"]) <= plan.checks_first)
     report_mod.write(result, run_dir / "report.json")
+    write_pages(result, run_dir)
     return result, run_dir
+
+
+def write_pages(report: dict, run_dir: Path) -> None:
+    """report.html and the runs' index.html. A bug in a page must not cost the run its end: report.json is
+    written already, and `tfprov report` can write the page again once the bug is fixed."""
+    from . import report_index, report_page  # they read the report with fleet.py's helpers, which import this module
+
+    try:
+        report_page.write(report, run_dir)
+        report_index.write_index(run_dir.parent)
+    except Exception as exc:  # noqa: BLE001 - any failure here is reported in one line, never raised
+        print(f"tfprov: warning: the run's page was not written: {type(exc).__name__}: {exc}", file=sys.stderr)

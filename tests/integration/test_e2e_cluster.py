@@ -97,6 +97,14 @@ def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     assert mode == ["640", "root:tfprov-tf"]
     # The parameter-server strategy's services are not left running (none under this strategy).
     assert node_sh(PS, "systemctl is-active tfprov-tf-server").stdout.strip() in ("inactive", "unknown")
+    # The run's page: `tfprov report latest` names it; every node, its steps and versions, the check's results.
+    named = tfprov("report", "latest", runs_dir=cluster_cloud)
+    assert named.returncode == 0 and named.stdout.strip().endswith("report.html"), named.stderr
+    page = Path(named.stdout.strip()).read_text()
+    for text in (CHIEF, WORKER_1, WORKER_2, PS, "TensorFlow", "2.21.0", "Distributed check", "scaling efficiency",
+                 "examples/s per worker", "role dist_tf_cluster", "tensorflow_gpu"):
+        assert text in page, text
+    assert (cluster_cloud / "index.html").is_file()
 
     # A second run changing nothing is molecule/cluster's idempotence step (same playbook, fewer minutes in CI).
 
@@ -113,6 +121,23 @@ def test_a_users_own_script_runs_on_every_worker_through_job(cluster_cloud, tmp_
     assert lines[CHIEF].startswith("USER-JOB chief:0") and lines[WORKER_2].startswith("USER-JOB worker:1"), lines
     assert len({line.split("weights ")[1] for line in lines.values()}) == 1, lines  # identical weights everywhere
     assert all(job["report"] is None for job in found.values())  # not the built-in check
+
+
+def test_a_failed_task_is_at_the_top_of_the_runs_page(cluster_cloud, tmp_path):
+    script = tmp_path / "fails_on_one_worker.py"
+    script.write_text("import json, os, sys\ntask = json.loads(os.environ['TF_CONFIG'])['task']\n"
+                      "if task == {'type': 'worker', 'index': 1}:\n"
+                      "    print('out of memory on purpose', flush=True)\n    sys.exit(3)\n"
+                      "print('done', task)\n")
+    proc = tfprov("run", "cluster", "--job", str(script), runs_dir=cluster_cloud)
+    assert proc.returncode == 4, proc.stdout[-5000:] + proc.stderr
+    report = latest_report(cluster_cloud)
+    [failure] = report["hosts"][WORKER_2]["failed_tasks"]
+    page = (Path(report["run_dir"]) / "report.html").read_text()
+    top = page.index('id="failures"')
+    assert top < page.index('id="run"') < page.index('id="hosts"')
+    assert page.index(WORKER_2, top) < page.index('id="run"') and "out of memory on purpose" in page[top:]
+    assert "exit 3" in page and failure["message"].split(":")[0] in page[top:]
 
 
 def test_a_member_unreachable_at_the_start_is_refused_before_any_change(cluster_cloud):

@@ -127,4 +127,4 @@ def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_dirs(root: Path) -> list[Path]:
-    return sorted((root / ".tfprov" / "runs").iterdir())
+    return sorted(path for path in (root / ".tfprov" / "runs").iterdir() if path.is_dir())  # not index.html

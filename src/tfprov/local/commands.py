@@ -32,5 +32,6 @@ def is_root() -> bool:
 def apt_install(console: Console, *packages: str) -> None:
     console.print(f"installing {' '.join(packages)} with apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run(["apt-get", "update", "-qq"], "apt-get update", env=env)
-    run(["apt-get", "install", "-y", "-qq", *packages], f"apt-get install {' '.join(packages)}", env=env)
+    wait = ["-o", "DPkg::Lock::Timeout=600"]  # CI's lanes install at the same time (Chromium, docker.io)
+    run(["apt-get", *wait, "update", "-qq"], "apt-get update", env=env)
+    run(["apt-get", *wait, "install", "-y", "-qq", *packages], f"apt-get install {' '.join(packages)}", env=env)

@@ -66,6 +66,7 @@ def test_groups_gpu_vars_and_same_named_vms_in_two_projects(recorded, tmp_path):
     assert (ps["tfprov_gpu_model"], ps["tfprov_gpu_count"], ps["tfprov_node_role"]) == ("", 0, "ps")
     assert chief_a["tfprov_tf_address"] == "10.128.0.2" and chief_a["ansible_host"] == "203.0.113.10"
     assert chief_a["tfprov_zone"] == "us-central1-a" and chief_a["tfprov_instance_type"] == "n1-standard-8"
+    assert chief_a["tfprov_provider"] == "gcp" and chief_a["tfprov_market"] == "on-demand"  # priced from these
     assert chief_a["tfprov_cluster"] == "demo" and chief_a["tfprov_booted_from_image"] == ""
     groups = {name: set(body.get("hosts", [])) for name, body in out.items() if name != "_meta"}
     assert len(groups["tfprov_chief"]) == 2 and len(groups["tfprov_worker"]) == 2 and len(groups["tfprov_ps"]) == 1

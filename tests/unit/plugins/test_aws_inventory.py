@@ -21,7 +21,13 @@ def test_a_tfprov_instance_gets_the_group_contract_and_gpu_vars():
         "tfprov_tf_address": "10.0.0.5", "tfprov_tf_port": 2300, "tfprov_zone": "us-east-1b",
         "tfprov_instance_type": "p4d.24xlarge", "tfprov_booted_from_image": "tfprov-node-2026",
         "tfprov_gpu_model": "a100_40gb", "tfprov_gpu_family": "a100", "tfprov_gpu_count": 8,
-        "tfprov_gpu_nvlink": True}  # p4d: NVSwitch, so the admission gate wants every NVLink link up
+        "tfprov_gpu_nvlink": True,  # p4d: NVSwitch, so the admission gate wants every NVLink link up
+        "tfprov_provider": "aws", "tfprov_market": "on-demand"}  # what the run's cost is priced from
+
+
+def test_a_spot_instance_is_priced_at_the_spot_market():
+    variables, _ = tfprov_vars(host(instance_lifecycle="spot"))
+    assert variables["tfprov_market"] == "spot"
 
 
 def test_a_cpu_instance_without_public_address_and_an_untagged_one():
