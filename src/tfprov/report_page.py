@@ -224,16 +224,22 @@ def _bench_section(report: dict) -> str:
         return ""
     rows, bars = [], []
     for host, result in sorted(benches.items()):
+        numpy = {r["n"]: r["gflops"] for r in result.get("numpy") or []}
         for row in bench.table_rows(result):
             peak = f"{row['percent_of_peak']} % of {row.get('peak')}" if row.get("percent_of_peak") is not None \
                 else "-"
+            cpu = row["device"] == "/CPU:0"
             rows.append([_e(host), _e(f"{row['device']} {row.get('name', '')}"), _e(row["dtype"]), _e(row["n"]),
-                         number(row["gflops"]), _e(peak)])
-        for row in bench.largest_rows(result):
+                         number(row["gflops"]), _e(peak), number(numpy.get(row["n"])) if cpu else ""])
+        largest = bench.largest_rows(result)
+        for row in largest:
             bars.append((f"{host} {row['device']} {row['dtype']}", row["gflops"], _color(row["dtype"])))
+        if largest and largest[0]["n"] in numpy:  # the same product in NumPy, for scale
+            bars.append((f"{host} NumPy float32", numpy[largest[0]["n"]], "#8c8c8c"))
         for problem in result.get("problems") or []:
-            rows.append([_e(host), f'<span class="bad">{_e(problem)}</span>', "", "", "", ""])
-    table = _table(["host", "device", "dtype", "N", "GFLOP/s", "% of peak"], rows, numeric=("N", "GFLOP/s"))
+            rows.append([_e(host), f'<span class="bad">{_e(problem)}</span>', "", "", "", "", ""])
+    table = _table(["host", "device", "dtype", "N", "GFLOP/s", "% of peak", "NumPy GFLOP/s"], rows,
+                   numeric=("N", "GFLOP/s", "NumPy GFLOP/s"))
     svg = _bars_svg(bars, "GFLOP/s", "matmul throughput at the largest size")
     return f'<h2 id="bench">Bench: matmul throughput</h2>{table}{svg}'
 
@@ -409,8 +415,9 @@ def _durations_section(report: dict) -> str:
     roles = [[_e(name), number(seconds)] for name, seconds in (report.get("roles") or {}).items()]
     if not plays and not roles:
         return ""
-    return ('<h2 id="durations">Durations</h2>' + _table(["play", "seconds"], plays, numeric=("seconds",))
-            + _table(["role (all hosts, task time summed)", "seconds"], roles, numeric=("seconds",)))
+    return ('<h2 id="durations">Durations</h2>'
+            + (_table(["play", "seconds"], plays, numeric=("seconds",)) if plays else "")
+            + (_table(["role (all hosts, task time summed)", "seconds"], roles, numeric=("seconds",)) if roles else ""))
 
 
 SECTIONS = (_hosts_section, _gpu_check_section, _gate_section, _bench_section, _serving_section, _cluster_section,

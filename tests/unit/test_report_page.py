@@ -179,3 +179,13 @@ def test_the_index_reads_a_runs_folder_with_stray_entries(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     (tmp_path / "20260101T000000Z-node").mkdir()  # killed before its report
     assert "no run yet" in checked(report_index.render_index(tmp_path))
+
+
+def test_the_bench_section_shows_percent_of_peak_numpy_and_a_plot():
+    report = json.loads((FIXTURES / "reports" / "bench.json").read_text())
+    [result] = [host["data"]["bench"] for host in report["hosts"].values()]
+    largest = max(row["n"] for row in result["numpy"])
+    numpy = next(row["gflops"] for row in result["numpy"] if row["n"] == largest)
+    html = report_page.render(report)
+    assert "% of peak" in html and "<svg" in html
+    assert "NumPy float32</text>" in html and f"{numpy:,.1f} GFLOP/s" in html
