@@ -99,6 +99,15 @@ def test_an_instance_type_the_zones_do_not_offer_is_refused(capsys, ec2, write_s
     assert instances(ec2, "nooffer") == []
 
 
+def test_a_spec_above_max_hourly_cost_creates_nothing(capsys, ec2, write_spec, tmp_path):
+    # Priced from the dated table here (the tests never ask a price API): 3 x g4dn.xlarge + m5.xlarge = $1.770/h.
+    rc, out, err = tfprov(capsys, "up", "aws", "--spec", write_spec("pricey"), "--max-hourly-cost", "1.50")
+    assert rc == 2
+    assert "cluster: $1.770 per hour" in out
+    assert "above --max-hourly-cost $1.500: nothing was created" in error_line(err)
+    assert instances(ec2, "pricey") == [] and not list((tmp_path / "runs").glob("*-nodes_up"))  # no plan ran
+
+
 def test_a_gpu_quota_too_small_is_refused_saying_what_to_request(capsys, ec2, write_spec, aws_env):
     # moto's Service Quotas has no EC2 quotas: the proxy answers this one (3 x g4dn.xlarge = 12 vCPUs > 8).
     aws_env.quotas["L-DB2E81BA"] = 8
