@@ -38,9 +38,12 @@ def render_index(base: Path) -> str:
 
 
 def write_index(base: Path) -> Path:
-    path = base / INDEX
-    path.write_text(render_index(base), encoding="utf-8")
-    return path
+    """The index, after writing the page of any listed run that has none (made before pages existed): every link
+    in it leads somewhere. Rotation keeps the folder to a few dozen runs, so this stays cheap."""
+    for path, report in rundirs.reports(base):
+        if not (path / report_page.PAGE).is_file():
+            report_page.write(report, path)
+    return report_page.write_atomically(base / INDEX, render_index(base))
 
 
 def find(which: str, base: Path) -> Path:

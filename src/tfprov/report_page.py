@@ -8,6 +8,7 @@ terminal's tables use (bench, gate, services, cluster, fleet, fleet_drift), so t
 from __future__ import annotations
 
 import math
+import os
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -444,7 +445,13 @@ def _anchors(body: list[str]) -> list[tuple[str, str]]:
     return [(anchor, label) for anchor, label in names.items() if f'id="{anchor}"' in html]
 
 
-def write(report: dict, run_dir: Path) -> Path:
-    path = run_dir / PAGE
-    path.write_text(render(report), encoding="utf-8")
+def write_atomically(path: Path, text: str) -> Path:
+    """Readers (a browser, another run's index) see the old file or the new one, never half of one."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
     return path
+
+
+def write(report: dict, run_dir: Path) -> Path:
+    return write_atomically(run_dir / PAGE, render(report))

@@ -189,3 +189,27 @@ def test_the_bench_section_shows_percent_of_peak_numpy_and_a_plot():
     html = report_page.render(report)
     assert "% of peak" in html and "<svg" in html
     assert "NumPy float32</text>" in html and f"{numpy:,.1f} GFLOP/s" in html
+
+
+def test_the_index_links_only_to_pages_that_exist(capsys, project):
+    assert cli.main(["run", "ok", "-i", "localhost,"]) == 0
+    assert cli.main(["run", "fail", "-i", "localhost,"]) == 4
+    older, newer = run_dirs(project)
+    (older / "report.html").unlink()  # a run made before pages existed
+    assert cli.main(["report", newer.name]) == 0
+    assert (older / "report.html").is_file()  # written for the index's link
+    assert not list(project.glob(".tfprov/runs/.*.partial")) and not list(older.glob(".*.partial"))
+
+
+@pytest.mark.parametrize("opened, rc", [(True, 0), (False, 2)])
+def test_report_open_uses_a_browser_and_says_so_when_there_is_none(capsys, project, monkeypatch, opened, rc):
+    assert cli.main(["run", "ok", "-i", "localhost,"]) == 0
+    [run_dir] = run_dirs(project)
+    urls = []
+    monkeypatch.setattr(report_index.webbrowser, "open", lambda url: urls.append(url) or opened)
+    capsys.readouterr()
+    assert cli.main(["report", "--open"]) == rc
+    assert urls == [(run_dir / "report.html").as_uri()]
+    out, err = capsys.readouterr()
+    assert out.strip() == str(run_dir / "report.html")  # the path is printed either way
+    assert ("no browser found to open" in err) == (not opened)
