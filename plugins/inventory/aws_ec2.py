@@ -212,6 +212,9 @@ hostnames:
     prefix: "tag:Name"
 """
 
+import hashlib
+import json
+
 from ansible_collections.amazon.aws.plugins.inventory.aws_ec2 import InventoryModule as AwsEc2InventoryModule
 from ansible_collections.tfprov.gpu.plugins.filter.cloud import instance_gpu
 
@@ -259,20 +262,67 @@ def tfprov_vars(host_vars):
     }, ["tfprov_nodes"] + (["tfprov_" + tags["tfprov:role"]] if tags.get("tfprov:role") else []) + gpu["groups"]
 
 
+FINISHED_FORMAT = 1  # bump when what the finished inventory holds changes: older entries are then ignored
+
+
+def _from_text(value):
+    """The finished inventory from its cached JSON text; {} for anything else (none, or another format)."""
+    try:
+        found = json.loads(str(value)) if value is not None else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 class InventoryModule(AwsEc2InventoryModule):
     NAME = "tfprov.gpu.aws_ec2"
 
     def parse(self, inventory, loader, path, cache=True):
-        """amazon.aws.aws_ec2's own parse, untouched (API calls, cache, hostnames, compose, groups); then, on the
-        hosts it added, tfprov's vars and groups from their raw host vars, and the raw vars trimmed to raw_hostvars.
-        Only the plugin's public entry point is used, so an amazon.aws release that changes its internals cannot
-        silently break the group contract."""
-        before = set(inventory.hosts)
+        """From the finished inventory in the cache when it is there (no API call, none of amazon.aws's per-host
+        work); else amazon.aws.aws_ec2's own parse, untouched (API calls, cache, hostnames, compose, groups), then
+        tfprov's vars and groups on the hosts it added, and the raw vars trimmed to raw_hostvars. Only the plugin's
+        public entry point is used, so an amazon.aws release that changes its internals cannot silently break the
+        group contract."""
+        key = self._finished_key(inventory, loader, path)
+        use_cache = bool(cache and key)
+        if use_cache:
+            try:
+                finished = self._cache[key]
+            except KeyError:  # none yet, or expired with amazon.aws's own entry (cache_timeout)
+                finished = None
+            finished = _from_text(finished)
+            if finished.get("format") == FINISHED_FORMAT:
+                self._load_finished(inventory, finished)
+                return
+        # Was amazon.aws's own entry still fresh? Then the finished one is not written from it: its age would
+        # restart, and the listing could outlive cache_timeout.
+        raw_cached = use_cache and self.get_cache_key(path) in self._cache
+        before_hosts, before_groups = set(inventory.hosts), set(inventory.groups)
         super().parse(inventory, loader, path, cache=cache)
+        added = [name for name in inventory.hosts if name not in before_hosts]
+        self._add_tfprov(inventory, added)
+        if key and not raw_cached:
+            # As one JSON text: stored as Ansible's values, each string would carry its data tags, and decoding
+            # 27,000 of them took 10 s for 1,000 hosts. Read back, plain strings are data, never templates.
+            self._cache[key] = json.dumps(self._finished(inventory, added, before_groups), default=str)
+
+    def _finished_key(self, inventory, loader, path):
+        """The cache key of the finished inventory, None when caching is off. It carries a digest of the
+        inventory file's settings: an edited file never reads a listing made under other settings."""
+        from ansible.plugins.inventory import BaseInventoryPlugin
+
+        BaseInventoryPlugin.parse(self, inventory, loader, path)
+        config = self._read_config_data(path)
+        if not self.get_option("cache"):
+            return None
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return f"{self.get_cache_key(path)}_tfprov_{digest}"
+
+    def _add_tfprov(self, inventory, added):
         kept = set(self.get_option("raw_hostvars") or ())
         composed = set(self.get_option("compose") or {})
         prefix, suffix = self.get_option("hostvars_prefix") or "", self.get_option("hostvars_suffix") or ""
-        for name in set(inventory.hosts) - before:
+        for name in added:
             host = inventory.get_host(name)
             raw = {key[len(prefix):len(key) - len(suffix)]: value for key, value in host.vars.items()
                    if key.startswith(prefix) and key.endswith(suffix)}
@@ -288,3 +338,33 @@ class InventoryModule(AwsEc2InventoryModule):
             for group_name in groups:
                 inventory.add_group(group_name)
                 inventory.add_child(group_name, name)
+
+    @staticmethod
+    def _finished(inventory, added, before_groups):
+        """What this source added: each host's vars, and each group's hosts, child groups and vars from it."""
+        hosts = set(added)
+        groups = {}
+        for name, group in inventory.groups.items():
+            if name in ("all", "ungrouped"):  # every host is in all; ungrouped is worked out afterwards
+                continue
+            new = name not in before_groups
+            members = [host.name for host in group.hosts if host.name in hosts]
+            children = [child.name for child in group.child_groups if child.name not in before_groups]
+            if new or members or children:
+                groups[name] = {"hosts": members, "children": children, "vars": dict(group.vars) if new else {}}
+        return {"format": FINISHED_FORMAT, "hosts": {name: dict(inventory.get_host(name).vars) for name in added},
+                "groups": groups}
+
+    @staticmethod
+    def _load_finished(inventory, finished):
+        for name, variables in finished["hosts"].items():
+            inventory.add_host(name)
+            for key, value in variables.items():
+                inventory.set_variable(name, key, value)
+        for name, group in finished["groups"].items():
+            inventory.add_group(name)
+            for key, value in group["vars"].items():
+                inventory.set_variable(name, key, value)
+        for name, group in finished["groups"].items():
+            for child in group["children"] + group["hosts"]:
+                inventory.add_child(name, child)
