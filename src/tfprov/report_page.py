@@ -19,6 +19,10 @@ from . import cost as cost_mod
 PAGE = "report.html"
 _PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
             "#64b5cd")
+# Twenty distinct colours (matplotlib's tab20) for a timeline's steps: a cluster run has a dozen plays and roles.
+_STEP_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                 "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+                 "#dbdb8d", "#9edae5")
 STATUS_CLASS = {"ok": "good", "successful": "good", "changed": "changed", "admitted": "good", "failed": "bad",
                  "unreachable": "bad", "refused": "bad", "interrupted": "bad", "error": "bad", "bad input": "bad",
                  "no hosts": "bad", "not reached": "warn", "updated": "changed", "unchanged": "good",
@@ -36,6 +40,8 @@ pre{background:#f7f7f7;padding:6px;overflow-x:auto;white-space:pre-wrap}
 .alert{border:2px solid #b3261e;background:#fdf1f0;padding:8px 12px;margin:12px 0}
 .alert li{margin:2px 0}.lane{position:relative;height:18px;background:#f1f1f1;margin:2px 0 8px}
 .seg{position:absolute;top:0;height:18px;min-width:1px}nav a{margin-right:12px}
+.legend{font-size:12px;margin:0 0 6px}.key{margin-right:12px;white-space:nowrap}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:baseline}
 dl.run{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dl.run dt{font-weight:600}dl.run dd{margin:0}
 """
 
@@ -62,6 +68,18 @@ def _table(columns: list[str], rows: list[list[str]], numeric: tuple[str, ...] =
 
 def _color(name: str) -> str:
     return _PALETTE[sum(name.encode()) % len(_PALETTE)]
+
+
+def _step_colours(report: dict) -> dict[str, str]:
+    """One colour per play or role, the same on every host's bar, given in order of first appearance so that
+    neighbouring steps differ (a hash of the name gave two adjacent roles the same blue)."""
+    labels = dict.fromkeys(_label(seg) for host in report.get("hosts", {}).values()
+                           for seg in host.get("timeline") or [])
+    return {label: _STEP_PALETTE[i % len(_STEP_PALETTE)] for i, label in enumerate(labels)}
+
+
+def _label(segment: dict) -> str:
+    return f"role {segment['role']}" if segment.get("role") else f"play {segment['play']}"
 
 
 def failures(report: dict) -> list[str]:
@@ -109,24 +127,32 @@ def _hosts_section(report: dict) -> str:
     return f'<h2 id="hosts">Hosts</h2>{table}'
 
 
-def _timeline(report: dict, host: dict) -> str:
+def _timeline(report: dict, host: dict, colours: dict[str, str]) -> str:
     """One bar across the run: each play/role segment where it ran on this host, and a table of the same."""
     segments = host.get("timeline") or []
     if not segments:
         return '<p class="muted">no task ran on this host</p>'
     start = _when(report.get("started")) or _when(segments[0]["start"])
     total = max(report.get("seconds") or 0, 0.001)
-    bars, rows = [], []
+    bars, rows, labels = [], [], {}
     for seg in segments:
-        label = f"role {seg['role']}" if seg.get("role") else f"play {seg['play']}"
+        label = _label(seg)
+        labels[label] = labels.get(label, 0) + (seg.get("seconds") or 0)
         offset = max(((_when(seg["start"]) or start) - start).total_seconds(), 0) if start else 0
         left, width = min(100 * offset / total, 100), max(100 * (seg.get("seconds") or 0) / total, 0.2)
         bars.append(f'<div class="seg" style="left:{left:.2f}%;width:{min(width, 100 - left):.2f}%;'
-                    f'background:{_color(label)}" title="{_e(label)}: {number(seg.get("seconds"))} s"></div>')
+                    f'background:{colours[label]}" title="{_e(label)}: {number(seg.get("seconds"))} s"></div>')
         rows.append([_e(seg.get("play")), _e(seg.get("role") or "-"), number(offset), number(seg.get("seconds"))])
     table = _table(["play", "role", "starts at s", "seconds"], rows, numeric=("starts at s", "seconds"))
-    return (f'<div class="lane" role="img" aria-label="timeline">{"".join(bars)}</div>'
+    return (f'<div class="lane" role="img" aria-label="timeline">{"".join(bars)}</div>{_legend(labels, colours)}'
             f"<details><summary>timeline: {len(segments)} step(s)</summary>{table}</details>")
+
+
+def _legend(labels: dict[str, float], colours: dict[str, str]) -> str:
+    """What each colour of the bar is, with its seconds summed: readable without hovering (or a mouse)."""
+    keys = "".join(f'<span class="key"><span class="swatch" style="background:{colours[label]}"></span>'
+                   f"{_e(label)} {number(seconds)} s</span>" for label, seconds in labels.items())
+    return f'<p class="legend">{keys}</p>'
 
 
 def _when(stamp) -> datetime | None:
@@ -171,10 +197,10 @@ def _desired(host: dict) -> dict[str, str]:
 
 
 def _host_details(report: dict) -> str:
-    parts = ['<h2 id="details">Each host</h2>']
+    parts, colours = ['<h2 id="details">Each host</h2>'], _step_colours(report)
     for name, host in report.get("hosts", {}).items():
         parts.append(f'<h3 id="host-{_e(name)}">{_e(name)}: {_status(host.get("status"))}</h3>')
-        parts.append(_timeline(report, host))
+        parts.append(_timeline(report, host, colours))
         for failure in host.get("failed_tasks") or []:
             parts.append(f'<p class="bad">{_e(failure.get("outcome"))}: {_e(failure.get("task"))}: '
                          f'{_e(failure.get("message"))}</p>')
@@ -207,7 +233,7 @@ def _bars_svg(bars: list[tuple[str, float, str]], unit: str, title: str) -> str:
 
     row, left, width = 22, 260, 520
     height = row * len(bars) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" role="img" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 170}" height="{height}" role="img" '
            f'aria-label="{_e(title)}"><text x="0" y="14" font-size="13" font-weight="600">{_e(title)}'
            f'{" (log scale)" if log else ""}</text>']
     for i, (label, value, colour) in enumerate(bars):

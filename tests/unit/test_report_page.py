@@ -170,6 +170,16 @@ def test_recorded_reports_render_every_host_failure_and_result(path):
             assert f"{part} {version}" in text
 
 
+def test_the_timeline_names_each_colour_with_its_seconds():
+    report = json.loads((FIXTURES / "reports" / "cluster-check.json").read_text())
+    host = next(h for h in report["hosts"].values() if len(h["timeline"]) > 1)
+    text = checked(report_page.render({**report, "hosts": {"n1": host}}))
+    roles = {seg["role"] for seg in host["timeline"] if seg.get("role")}
+    for role in roles:  # one key per role, its seconds summed over its segments
+        seconds = sum(seg["seconds"] for seg in host["timeline"] if seg.get("role") == role)
+        assert f"role {role} {seconds:.1f} s" in text
+
+
 def test_recorded_reports_cover_every_plan_the_issue_names():
     plans = {json.loads(p.read_text())["plan"] for p in RECORDED}
     assert {"node", "cluster", "serving", "fleet", "drift"} <= plans
