@@ -126,7 +126,7 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check_and_the_gate(cap
     assert plays[0].startswith("- tfprov_nodes: Check every node and resolve its whole stack before anything changes")
     assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
     assert ("[roles: tfprov.gpu.nvidia_driver, tfprov.gpu.miniconda, tfprov.gpu.cuda, tfprov.gpu.cudnn, "
-            "tfprov.gpu.tensorflow_gpu]") in plays[1]  # through tasks/stack.yml, the stack's one order
+            "tfprov.gpu.dcgm, tfprov.gpu.tensorflow_gpu]") in plays[1]  # through tasks/stack.yml, the stack's one order
     assert plays[-3].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
     assert plays[-2].startswith("- tfprov_nodes: Admit only nodes whose GPUs are fit")
     assert plays[-1].startswith("- tfprov_nodes: Check that no node rebooted during the run")
