@@ -123,6 +123,7 @@ def test_a_users_own_script_runs_on_every_worker_through_job(cluster_cloud, tmp_
     assert all(job["report"] is None for job in found.values())  # not the built-in check
 
 
+@pytest.mark.slow_integration  # a cluster run; the page's order is also checked on this run's recorded report
 def test_a_failed_task_is_at_the_top_of_the_runs_page(cluster_cloud, tmp_path):
     script = tmp_path / "fails_on_one_worker.py"
     script.write_text("import json, os, sys\ntask = json.loads(os.environ['TF_CONFIG'])['task']\n"

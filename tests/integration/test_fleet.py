@@ -29,7 +29,8 @@ VICTIM = "tfprov-itest-4"
 # default inventory's connection, would not see it).
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 
-pytestmark = pytest.mark.integration
+# Four fleet runs on three nodes (about 7 minutes on a slow 2-core machine): make integration-slow, not every CI run.
+pytestmark = [pytest.mark.integration, pytest.mark.slow_integration]
 
 
 @pytest.fixture(scope="module")

@@ -186,6 +186,7 @@ def test_the_cluster_firewall_admits_members_only_and_drops_a_member_that_left(l
     assert connect(WORKER_2, chief, 2222) == "dropped"
 
 
+@pytest.mark.slow_integration  # two cluster runs; the nftables test above stays in every CI run
 def test_ufw_where_it_is_the_active_firewall_denies_everyone_else_and_forgets_former_members(lab):
     runs, _ = lab
     # The chief runs ufw instead of nftables (installed through the gateway's proxy), with an incoming policy that
@@ -218,6 +219,7 @@ def test_ufw_where_it_is_the_active_firewall_denies_everyone_else_and_forgets_fo
     node_sh(CHIEF, "systemctl stop tfprov-test-listen; ufw --force disable; systemctl start nftables")
 
 
+@pytest.mark.slow_integration  # two cluster runs; the nftables test above stays in every CI run
 def test_firewalld_where_it_is_the_active_firewall_lets_members_in_and_forgets_former_members(lab):
     runs, _ = lab
     # The chief runs firewalld instead of nftables (installed through the gateway's proxy); its zone rejects the rest.
