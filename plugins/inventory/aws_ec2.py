@@ -359,12 +359,8 @@ class InventoryModule(AwsEc2InventoryModule):
     def _load_finished(inventory, finished):
         for name, variables in finished["hosts"].items():
             inventory.add_host(name)
-            host = inventory.get_host(name)
-            # The host's own setter, not the inventory's: the inventory's walks every value to tag its origin and
-            # trust (27,000 values: most of the cached listing's parse). Values read from JSON are plain data and
-            # stay untrusted: never templated.
             for key, value in variables.items():
-                host.set_variable(key, value)
+                inventory.set_variable(name, key, value)
         for name, group in finished["groups"].items():
             inventory.add_group(name)
             for key, value in group["vars"].items():
