@@ -129,12 +129,17 @@ run_cluster = (start=$$(date +%s); $(BIN)/molecule test -s cluster \
 # `make molecule` runs the scenarios in two lanes at once: a scenario alone keeps about 1.1-1.5 of CI's 2 cores busy
 # (CPU seconds of molecule, ansible and its nodes over CI's wall time), so two lanes use the rest. A lane runs
 # its scenarios one after another and stops at its first failure; `make molecule` fails if either lane fails.
-# Lanes are balanced by CI's times. Scenarios that must not overlap share a lane: nvidia_driver's default and render
-# (both serve the stand-in repository on 127.0.0.1:18081 from /tmp/tfprov-nvrepo), and the two that run a Docker
-# engine inside their nodes (nvidia_docker, tf_serving: lane B). Lane A first bakes the image that the cluster
-# scenario (last in lane A) and the integration tests start from. A scenario not named in LANE_A runs in lane B.
+# Scenarios that must not overlap share a lane: nvidia_driver's default and render (both serve the stand-in
+# repository on 127.0.0.1:18081 from /tmp/tfprov-nvrepo). Lane A first bakes the image that the cluster scenario
+# (last in lane A) and the integration tests start from. `make test` runs the integration tests at the end of lane B
+# (see test:), so lane A holds most scenarios: the lanes are balanced by CI's times with the integration tests in lane
+# B. The two scenarios whose nodes run a Docker engine on the host's network with NET_ADMIN (nvidia_docker,
+# tf_serving) stay in lane B, before the integration tests: those compare the host's links, routes and nftables
+# ruleset before and after a cloud, and nothing else may touch them meanwhile. A scenario not named in LANE_A runs
+# in lane B.
 LANE_A := cuda/molecule/default nvidia_driver/molecule/default nvidia_driver/molecule/render \
-  tensorflow_gpu/molecule/conda cudnn/molecule/tarball
+  tensorflow_gpu/molecule/conda cudnn/molecule/tarball tensorflow_gpu/molecule/default miniconda/molecule/default \
+  cudnn/molecule/default
 LANE_B := $(filter-out $(LANE_A),$(CI_SCENARIOS))
 # A lane in the background: its lines prefixed with its name; `wait` on its pid gives its status (not a pipeline's:
 # bash forgets pipefail for a background pipeline that ended before the wait).
@@ -183,7 +188,8 @@ integration: images serving-image baked-image
 	$(BIN)/pytest -q -m "integration and not cluster_faults and not slow_integration and not vm and not vm_heavy"
 
 # End-to-end runs too long for every CI run on a slow 2-core machine (ufw and firewalld as the cluster's firewall, the
-# rolling fleet update, a failed job's page): about 17 minutes there. Run by hand before changing those paths.
+# rolling fleet update, a failed job's page; tfprov job uninterrupted, interrupted with Ctrl-C and with
+# --max-restarts 0): about 17 + 7 minutes there. Run by hand before changing those paths.
 integration-slow: images serving-image baked-image
 	$(BIN)/pytest -q -m "slow_integration"
 
@@ -202,11 +208,14 @@ test-vm-heavy: venv
 cluster-faults: images baked-image
 	$(BIN)/pytest -q -m cluster_faults
 
-# CI's order, in three phases. Lint with the collection build and the docs, and the unit tests, in two lanes (each is
-# one process: together they keep both cores busy) while the node images, the wheelhouse and the serving image are
-# made (network and disk; cached after the first run); then the molecule lanes; then the integration tests
-# (not in parallel: their local cloud has fixed node names and ports). A failure in any phase fails `make test`.
-# The docs extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
+# CI's order, in two phases. First three lanes: lint with the collection build and the docs; the unit tests (each is
+# one process: together they keep both cores busy); the node images, the wheelhouse and the serving image (network and
+# disk; cached after the first run). Then two lanes: lane A bakes the image and runs its molecule scenarios and the
+# cluster scenario; lane B runs the other scenarios, then the integration tests one at a time. The integration tests
+# run beside lane A's scenarios (they used to run after both lanes, alone, on one of the two cores): their local
+# clouds (itest, itnet) have names, subnets and ports of their own, and lane A's molecule nodes use none of them.
+# A failure in any lane fails `make test`. The docs extra goes into the venv before the lanes start: pip must not
+# change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
 	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit) & u=$$!; \
@@ -216,8 +225,14 @@ test: venv $(VENV)/.docs-extra
 	[ $$ru = 0 ] || echo "make test: the unit tests FAILED (lines starting with [lane unit])"; \
 	[ $$ri = 0 ] || echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; \
 	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$ri = 0 ]
-	$(MAKE) --no-print-directory molecule
-	$(MAKE) --no-print-directory integration
+	@missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
+	  [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
+	$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
+	$(call run_lane,B,$(call run_scenarios,$(LANE_B)) && $(MAKE) --no-print-directory integration) & b=$$!; \
+	ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
+	[ $$ra = 0 ] || echo "make test: lane A FAILED (its log lines start with [lane A])"; \
+	[ $$rb = 0 ] || echo "make test: lane B (scenarios, then integration) FAILED (its log lines start with [lane B])"; \
+	[ $$ra = 0 ] && [ $$rb = 0 ]
 
 clean:
 	rm -rf dist .tfprov .pytest_cache .ruff_cache

@@ -27,6 +27,7 @@ from . import (
     retry,
     services,
 )
+from . import job as job_cmd
 from . import plan as plan_mod
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
 from .local import cloud as local_cloud
@@ -122,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("--keep-runs", type=count, metavar="N",
                            help=f"keep the newest N run directories (default ${KEEP_RUNS_ENV} or {DEFAULT_KEEP_RUNS})")
         a.set_defaults(fleet_run=module.run)
+
+    j = sub.add_parser("job", help="a training job on nodes that exist only while it runs, recovered from a lost node",
+                       description=(job_cmd.__doc__ or "").strip(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    job_cmd.add_arguments(j)
 
     for verb, text in (("up", "start a local cloud's node containers (a private network with an address per node, or "
                               "the host's network), or a cluster spec's AWS / GCP nodes (--spec)"),
@@ -447,7 +453,7 @@ def cmd_fleet(args, out: Console) -> int:
 
 COMMANDS = {"plan": cmd_plan, "run": cmd_run, "bench": cmd_run, "up": cmd_up, "down": cmd_down,
             "engine": cmd_engine, "images": cmd_images, "fleet": cmd_fleet, "local": cmd_local,
-            "report": report_index.run}
+            "report": report_index.run, "job": job_cmd.run}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -210,6 +210,11 @@ def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, 
                     _scrub_command_file(artifacts)
                     redactor.files(artifacts / "stdout", artifacts / "stderr")
                 builder.add_step(step.playbook.name, result.rc, result.status, str(artifacts))
+                if result.status == "canceled":
+                    # ansible-runner takes SIGINT / SIGTERM itself while a step runs: it stops the playbook and
+                    # returns "canceled" rather than raising KeyboardInterrupt. That is the user's Ctrl-C.
+                    interrupted = True
+                    break
                 failed = result.rc != 0 or result.status != "successful"
                 no_hosts = not builder.hosts and (builder.no_hosts_matched or says_no_hosts(artifacts / "stdout"))
                 if failed:

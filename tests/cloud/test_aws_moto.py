@@ -5,7 +5,6 @@ import json
 import subprocess
 
 import pytest
-import yaml
 
 from tfprov import cli
 
@@ -13,30 +12,6 @@ pytestmark = pytest.mark.cloud
 
 ROOT = cli.project_root()
 INVENTORY = "inventories/aws.aws_ec2.yml"
-
-
-@pytest.fixture(scope="session")
-def image(moto_port):
-    import boto3
-
-    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=f"http://127.0.0.1:{moto_port}",
-                       aws_access_key_id="testing", aws_secret_access_key="testing")
-    return ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
-
-
-@pytest.fixture
-def write_spec(tmp_path, public_key, image):
-    def write(name, **changes):
-        spec = {"name": name, "provider": "aws", "region": "us-east-1", "zones": ["us-east-1a", "us-east-1b"],
-                "image": image, "disk_gb": 30, "ssh": {"user": "admin", "public_key": public_key},
-                "operator_cidr": "203.0.113.7/32",
-                "roles": {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 2, "type": "g4dn.xlarge"},
-                          "ps": {"count": 1, "type": "m5.xlarge"}}}
-        spec.update(changes)
-        path = tmp_path / f"{name}.yml"
-        path.write_text(yaml.safe_dump(spec))
-        return str(path)
-    return write
 
 
 def instances(ec2, cluster, states=("pending", "running", "stopping", "stopped", "shutting-down")):

@@ -62,8 +62,8 @@ def test_plan_list(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, drift, fleet, gate, idle, node, "
-                          "nodes_down, nodes_up, preflight, serving, status"),
+        (["plan", "nope"], "unknown plan 'nope'; known plans: bench, cluster, drift, fleet, gate, idle, job_logs, "
+                           "job_stop, node, nodes_down, nodes_up, preflight, serving, status"),
         (["run", "bench", "--level", "deep"], "--level applies to plans that run the admission gate"),
         (["run", "nope"], "unknown plan 'nope'"),
         (["run", "preflight", "-i", "no/such/inventory.yml"], "inventory no/such/inventory.yml does not exist"),

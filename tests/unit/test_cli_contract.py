@@ -4,6 +4,10 @@ Runs go through ansible-runner for real, against localhost with a local connecti
 """
 
 import json
+import os
+import signal
+import threading
+import time
 
 import pytest
 import tiny_project
@@ -174,6 +178,27 @@ def test_interrupt_stays_130(capsys, project, monkeypatch):
     rc, _, err = _run(capsys, "plan", "--list")
     assert rc == errors.EXIT_INTERRUPTED == 130
     assert err.strip() == "tfprov: interrupted"
+
+
+def test_ctrl_c_during_a_run_is_130_and_the_report_says_interrupted(capsys, project, tmp_path):
+    """ansible-runner takes SIGINT itself while a playbook runs (it cancels the step, raising nothing): the run must
+    still end as interrupted, 130, with its report, and the plan's later steps never start."""
+    marker = tmp_path / "started"
+
+    def interrupt_once_started():
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGINT)  # what a terminal's Ctrl-C sends
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    started = time.monotonic()
+    rc, out, err = _run(capsys, "run", "slow", "-i", "localhost,", "-e", f"started_marker={marker}")
+    assert rc == errors.EXIT_INTERRUPTED == 130, out + err
+    assert time.monotonic() - started < 50  # the minute-long task was stopped
+    report = _report(project)
+    assert report["status"] == "interrupted" and report["rc"] == 130
+    assert [step["playbook"] for step in report["steps"]] == ["slow.yml"]
 
 
 @pytest.mark.parametrize("value", ["many", "-1"])

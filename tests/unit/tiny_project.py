@@ -32,6 +32,15 @@ PLAYBOOKS = {
       ansible.builtin.debug:
         msg: "token is {{ api_token | default('unset') }}"
 """),
+    "slow.yml": _PLAY.format(name="Take a while", hosts="all", tasks="""\
+    - name: Say the task started
+      ansible.builtin.file:
+        path: "{{ started_marker }}"
+        state: touch
+    - name: Wait long enough to be interrupted
+      ansible.builtin.command: sleep 60
+      changed_when: false
+"""),
     "fail.yml": _PLAY.format(name="Fail", hosts="all", tasks="""\
     - name: Fail on purpose
       ansible.builtin.fail:
@@ -78,6 +87,7 @@ PLAYBOOKS = {
 PLANS = {
     "ok": {"description": "succeeds", "steps": ["ok.yml"]},
     "fail": {"description": "fails", "steps": ["fail.yml"]},
+    "slow": {"description": "takes a minute, then succeeds", "steps": ["slow.yml", "ok.yml"]},
     "group": {"description": "plays on tfprov_nodes", "steps": ["group.yml"]},
     "halt": {"description": "halts every host at its first play", "steps": ["halt.yml"]},
     "cycle": {"description": "imports itself", "steps": ["cycle-a.yml"]},

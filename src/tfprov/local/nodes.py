@@ -52,6 +52,10 @@ ENGINE_RUN = ["--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--c
               "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN",
               "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
 ENGINE_ROLES = ("serving",)
+# A job's shared directory (tfprov job): one host directory in every node, where dist_tf_cluster_shared_dir points, as
+# an NFS mount or a bucket would be on a cloud. Checkpoints written there survive a node that is lost.
+NODE_SHARED_DIR = "/srv/tfprov/shared"
+SHARED_LABEL = "tfprov.shared_dir"
 # Private network: every node listens on the same ports, as cloud VMs do.
 PRIVATE_PORTS = {"ssh_port": 22, "tf_port": 2222, "serving_grpc_port": 8500, "serving_rest_port": 8501}
 # Host network: node N of the cloud in slot S listens on BASE + 1000 * S + N (N < 100: no two ranges meet).
@@ -66,6 +70,7 @@ class Node:
     suite: str
     image: str = ""  # "" is the suite's node image, tfprov/node:<suite>
     cloud: Cloud = field(default_factory=Cloud)
+    shared_dir: str = ""  # a host directory mounted at NODE_SHARED_DIR in every node (tfprov job's shared directory)
 
     @property
     def image_ref(self) -> str:
@@ -103,7 +108,8 @@ class Node:
         return {CLUSTER_LABEL: self.cloud.name, SLOT_LABEL: str(self.cloud.slot), "tfprov.network": self.cloud.network,
                 "tfprov.role": self.role, "tfprov.index": str(self.index), "tfprov.address": self.address,
                 "tfprov.ssh_proxy": self.ssh_proxy, SUITE_LABEL: self.suite,
-                images.RECIPE_LABEL: images.recipe_digest(), IMAGE_LABEL: self.image_ref, **subnet, **ports, **ca}
+                images.RECIPE_LABEL: images.recipe_digest(), IMAGE_LABEL: self.image_ref, **subnet, **ports, **ca,
+                **({SHARED_LABEL: self.shared_dir} if self.shared_dir else {})}
 
     @property
     def runs_engine(self) -> bool:
@@ -114,7 +120,8 @@ class Node:
         ca = ["-v", f"{HOST_CA_BUNDLE}:{NODE_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.is_file() else []
         # The serving image cannot be pulled here: its `docker save` archive is read from the host's image cache.
         archives = ["-v", f"{serving_image.ARCHIVE_DIR}:{serving_image.ARCHIVE_DIR}:ro"] if self.runs_engine else []
-        return ca + archives
+        shared = ["-v", f"{self.shared_dir}:{NODE_SHARED_DIR}"] if self.shared_dir else []
+        return ca + archives + shared
 
     @property
     def run_args(self) -> list[str]:
@@ -292,13 +299,14 @@ def _remove(names: list[str]) -> None:
 
 def up(count: int, suite: str | None, console: Console, roles: list[str] | None = None,
        image: str | None = None, name: str | None = None, network_mode: str | None = None,
-       subnet: str | None = None) -> list[Node]:
+       subnet: str | None = None, shared_dir: str | None = None) -> list[Node]:
     """Converge one local cloud to exactly these nodes: start what exists, create what is missing, replace what
     differs (role, ports, image, network...).
 
     suite: None is the image's own (a baked one's label), else bookworm.
     image: start the nodes from it (one baked from a converged node) instead of tfprov/node:<suite>.
     name, network_mode, subnet: the cloud (cloud.py); None keeps what the cloud has, else the defaults.
+    shared_dir: a host directory mounted in every node at NODE_SHARED_DIR (a node without it is replaced).
     """
     roles = assign_roles(count, roles)
     ensure_engine(console)
@@ -308,7 +316,8 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
     else:
         suite = suite or DEFAULT_SUITE
         image = images.build_image(suite, console)
-    wanted = [Node(i, role, suite, image, cloud) for i, role in enumerate(roles, 1)]
+    wanted = [Node(i, role, suite, image, cloud, str(Path(shared_dir).resolve()) if shared_dir else "")
+              for i, role in enumerate(roles, 1)]
     files = ssh.ssh_files(project_root(), cloud.name)
     needed = {"ssh-keygen": "openssh-client"} | (gateway.needed_commands() if cloud.private else {})
     missing = sorted({package for command, package in needed.items() if not shutil.which(command)})

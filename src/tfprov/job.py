@@ -1,0 +1,416 @@
+"""tfprov job run|status|logs: a training job on nodes that exist only while it runs.
+
+run: nodes up from the job spec -> `run cluster` with the user's script (TF_CONFIG on every task, the shared
+directory in TFPROV_SHARED_DIR) -> each task's log collected into the job's directory -> nodes removed, also when
+the job fails or the user presses Ctrl-C (--keep keeps them). A member lost during the job (stopped, preempted,
+removed) is said on screen, the surviving tasks are stopped, the nodes are brought up again (the lost one replaced
+with the same name, role and task index) and the job is started again: it resumes from its last checkpoint in the
+shared directory. --max-restarts bounds that.
+
+The job's record (.tfprov/runs/jobs/<id>/job.json): its steps, restarts and the time each cost, wall time, the runs it
+made, where the outputs went, and what became of the nodes. `job status` and `job logs` read it from another terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from . import plan as plan_mod
+from . import rundirs
+from .errors import EXIT_INTERRUPTED, EXIT_OK, TfprovError
+from .job_nodes import JobNodes, nodes_for
+from .job_spec import load as load_spec
+from .progress import Progress
+from .project import project_root
+from .runner import RunOptions, run_plan
+
+JOBS = "jobs"  # beside the run directories (rundirs.runs_dir), which rotation and the index leave alone
+
+
+class JobFailed(TfprovError):
+    """The job could not finish, with the run's own exit code."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+WATCH_SECONDS = 2.0
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="job_command", required=True, metavar="ACTION")
+    r = sub.add_parser("run", help="nodes up, the cluster converged, your script run on every task, nodes removed")
+    r.add_argument("--spec", required=True, metavar="FILE",
+                   help="the job spec (YAML: provider local, aws or gcp, its nodes, job.shared_dir; examples/jobs/)")
+    r.add_argument("script", help="your training script (.py), or a directory holding train.py")
+    r.add_argument("--job-arg", action="append", default=[], metavar="ARG",
+                   help="an argument for the script (repeatable, in order); --job-arg=--epochs=3 for one that "
+                        "starts with '-'")
+    r.add_argument("--keep", action="store_true", help="keep the nodes when the job ends (default: remove them)")
+    r.add_argument("--max-restarts", type=int, default=3, metavar="N",
+                   help="recoveries from a lost node before the job fails (default 3; 0: fail at the first loss)")
+    for action, text in (("status", "the newest job (or JOB): its state, steps, restarts and nodes"),
+                         ("logs", "each task's log of the newest job (or --job JOB), read from its nodes now")):
+        a = sub.add_parser(action, help=text)
+        if action == "status":
+            a.add_argument("job", nargs="?", help="a job id (.tfprov/runs/jobs/<id>); default the newest")
+        else:
+            a.add_argument("task", nargs="?", help="one task, e.g. worker-1 or chief-0 (default every task)")
+            a.add_argument("--job", help="a job id (.tfprov/runs/jobs/<id>); default the newest")
+
+
+def run(args, out: Console) -> int:
+    return {"run": cmd_run, "status": cmd_status, "logs": cmd_logs}[args.job_command](args, out)
+
+
+# --- the record ---------------------------------------------------------------------------------------------------
+
+
+class JobRecord:
+    """job.json, rewritten at every change so that `job status` in another terminal sees the job as it is."""
+
+    def __init__(self, directory: Path, data: dict):
+        self.directory = directory
+        self.data = data
+
+    @classmethod
+    def new(cls, root: Path, spec: dict, script: str, args: list[str]) -> JobRecord:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        base = rundirs.runs_dir(root) / JOBS
+        directory = base / f"{stamp}-{spec['name']}"
+        suffix = 1
+        while directory.exists():
+            suffix += 1
+            directory = base / f"{stamp}-{spec['name']}-{suffix}"
+        directory.mkdir(parents=True)
+        record = cls(directory, {"id": directory.name, "name": spec["name"], "provider": spec["provider"],
+                                 "script": script, "args": args, "pid": os.getpid(), "state": "starting",
+                                 "started": _now(), "steps": [], "restarts": [], "nodes": [],
+                                 "shared_dir": spec["job"]["shared_dir"]})
+        record.write()
+        return record
+
+    def step(self, name: str, **fields) -> None:
+        self.data["steps"].append({"step": name, "at": _now(), **fields})
+        self.write()
+
+    def set(self, **fields) -> None:
+        self.data.update(fields)
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.directory / "job.json.tmp"
+        tmp.write_text(json.dumps(self.data, indent=2) + "\n")
+        tmp.replace(self.directory / "job.json")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def find_record(root: Path, job: str | None) -> JobRecord:
+    base = rundirs.runs_dir(root) / JOBS
+    if job:
+        directory = base / job
+    else:
+        found = sorted(p for p in base.glob("*/job.json")) if base.is_dir() else []
+        if not found:
+            raise TfprovError(f"no job has run here yet ({base} is empty): start one with tfprov job run --spec FILE "
+                              "SCRIPT")
+        directory = found[-1].parent
+    if not (directory / "job.json").is_file():
+        raise TfprovError(f"no job {job!r} in {base}: tfprov job status lists the newest")
+    return JobRecord(directory, json.loads((directory / "job.json").read_text()))
+
+
+# --- run ----------------------------------------------------------------------------------------------------------
+
+
+class Watcher:
+    """Polls the nodes while the job runs; on the first member lost, says so and stops the survivors' tasks (so
+    that none waits for the lost one until a collective times out)."""
+
+    def __init__(self, nodes: JobNodes, say: Callable[[str], None], stop_survivors: Callable[[list[str]], None]):
+        self.nodes, self.say, self.stop_survivors = nodes, say, stop_survivors
+        self.lost: list[str] = []
+        self.lost_at: float | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Watcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._done.wait(WATCH_SECONDS):
+            lost = self.nodes.lost()
+            if lost:
+                self.lost, self.lost_at = lost, time.monotonic()
+                self.say(f"lost {', '.join(lost)} during the job: stopping the other tasks")
+                self.stop_survivors(lost)
+                return
+
+
+def cmd_run(args, out: Console, runner=None, nodes_factory=nodes_for) -> int:
+    root = project_root()
+    spec = load_spec(args.spec, root)
+    script = _check_script(args.script)
+    if args.max_restarts < 0:
+        raise TfprovError("--max-restarts must be 0 or more")
+    record = JobRecord.new(root, spec, str(script), list(args.job_arg))
+    nodes = nodes_factory(spec, record.directory, out)
+
+    def say(text: str) -> None:
+        out.print(f"job {record.data['id']}: {text}", highlight=False)
+
+    say(f"{spec['provider']} nodes {', '.join(nodes.planned())}; record {record.directory / 'job.json'}")
+    started = time.monotonic()
+    rc = EXIT_OK
+    try:
+        rc = _run_job(args, spec, script, record, nodes, runner or run_plan, say, root)
+    except KeyboardInterrupt:
+        say("interrupted (Ctrl-C)")
+        record.set(state="interrupted")
+        rc = EXIT_INTERRUPTED
+    except TfprovError as exc:
+        record.set(state="failed", error=str(exc))
+        say(f"failed: {exc}")
+        rc = exc.exit_code
+    finally:
+        seconds = round(time.monotonic() - started, 1)
+        record.set(seconds=seconds, **_cost(nodes, seconds))
+        _end_nodes(args.keep, nodes, record, say)
+    return rc
+
+
+def _cost(nodes: JobNodes, seconds: float) -> dict:
+    """The nodes' price per hour and what the job's wall time cost at it (from up to the end of the job; the removal's
+    minutes are not counted), where the price is known."""
+    try:
+        hourly = nodes.hourly()
+    except Exception as exc:  # noqa: BLE001 - a price that cannot be read is unknown, never a failed job
+        return {"hourly_usd": None, "cost_usd": None, "cost_note": f"price unknown: {type(exc).__name__}"}
+    if hourly is None:
+        return {"hourly_usd": None, "cost_usd": None, "cost_note": "price unknown for a node type"}
+    return {"hourly_usd": hourly, "cost_usd": round(hourly * seconds / 3600, 4)}
+
+
+def _check_script(path: str) -> Path:
+    script = Path(path).expanduser()
+    if not script.exists():
+        raise TfprovError(f"{path} does not exist: give your training script (.py) or a directory holding train.py")
+    if script.is_file() and script.suffix != ".py":
+        raise TfprovError(f"{path} is not a Python script (.py)")
+    return script.resolve()
+
+
+def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes, runner, say, root: Path) -> int:
+    plan = plan_mod.resolve("cluster", root)
+    variables = {"dist_tf_cluster_job": str(script), "dist_tf_cluster_job_args": list(args.job_arg),
+                 "dist_tf_cluster_shared_dir": nodes.node_shared_dir,
+                 "tfprov_dist_strategy": spec["job"]["strategy"],
+                 "dist_tf_cluster_job_timeout": spec["job"]["timeout"]}
+    record.set(state="nodes up")
+    t0 = time.monotonic()
+    nodes.up()
+    record.step("nodes up", seconds=round(time.monotonic() - t0, 1), nodes=nodes.names())
+    record.set(nodes=nodes.names(), inventory=nodes.inventory, env=nodes.env, state="running")
+    attempt = 0
+    while True:
+        attempt += 1
+        say(f"attempt {attempt}: converging the cluster and running {script.name} on every task")
+
+        def stop_survivors(lost: list[str]) -> None:
+            _stop_tasks(nodes, exclude=lost, directory=record.directory)
+
+        t0 = time.monotonic()
+        with Watcher(nodes, say, stop_survivors) as watcher:
+            report, run_dir = runner(plan, root, RunOptions(inventory=nodes.inventory, extravars=variables,
+                                                            command=["job", "run", str(script)]), Progress())
+        lost = watcher.lost or nodes.lost() or _unreachable(report)
+        if lost and not watcher.lost:
+            say(f"lost {', '.join(lost)} during the job")
+        record.step("run cluster", attempt=attempt, seconds=round(time.monotonic() - t0, 1), run_dir=str(run_dir),
+                    status=report["status"], rc=report["rc"], lost=lost)
+        if report["status"] == "interrupted":
+            raise KeyboardInterrupt
+        if report["rc"] == EXIT_OK:
+            break
+        if not lost:
+            record.set(state="failed", error=_first_failure(report))
+            say(f"the job failed: {_first_failure(report)} (report: {run_dir / 'report.html'})")
+            _collect_logs(nodes, record, say)
+            return report["rc"]
+        restarts = len(record.data["restarts"])
+        if restarts >= args.max_restarts:
+            _collect_logs(nodes, record, say)  # from the members still up: why they stopped
+            raise JobFailed(f"lost {', '.join(lost)} during the job and --max-restarts {args.max_restarts} allows "
+                            f"no more recoveries (report: {run_dir / 'report.html'})", report["rc"])
+        say(f"recovery {restarts + 1} of at most {args.max_restarts}: replacing {', '.join(lost)} (same name, role "
+            "and task index); the job resumes from its last checkpoint in the shared directory")
+        t_recover = time.monotonic()
+        nodes.up()
+        record.data["restarts"].append({"lost": lost, "at": _now(), "attempt": attempt,
+                                        "replace_seconds": round(time.monotonic() - t_recover, 1),
+                                        "seconds_to_replacement": round(time.monotonic() - (watcher.lost_at or t0), 1)})
+        record.write()
+    record.set(state="succeeded")
+    say(f"the job succeeded on every task (attempts {attempt}, restarts {len(record.data['restarts'])})")
+    _collect_logs(nodes, record, say)
+    say(f"outputs: {spec['job']['shared_dir']}")
+    return EXIT_OK
+
+
+def _unreachable(report: dict) -> list[str]:
+    return sorted(host for host, data in report.get("hosts", {}).items() if data.get("status") == "unreachable")
+
+
+def _first_failure(report: dict) -> str:
+    for host, data in report.get("hosts", {}).items():
+        for failure in data.get("failed_tasks", []):
+            return f"{host}: {failure['task']}: {failure['message']}"
+    return report.get("status", "failed")
+
+
+def _tfprov() -> list[str]:
+    return [sys.executable, "-m", "tfprov.cli"]
+
+
+def _stop_tasks(nodes: JobNodes, exclude: list[str], directory: Path) -> None:
+    """`tfprov run job_stop` in a process of its own (the job's run is still going in this one)."""
+    limit = ",".join(f"!{name}" for name in exclude) or "all"
+    with open(directory / "stop-tasks.log", "a") as log:
+        subprocess.run([*_tfprov(), "run", "job_stop", "-i", nodes.inventory, "-l", f"all,{limit}"],
+                       cwd=project_root(), env={**os.environ, **nodes.env}, stdout=log, stderr=subprocess.STDOUT,
+                       check=False)
+
+
+def _collect_logs(nodes: JobNodes, record: JobRecord, say) -> None:
+    """Each task's log into the job's directory (logs/TYPE-INDEX.log), before the nodes go."""
+    logs = record.directory / "logs"
+    logs.mkdir(exist_ok=True)
+    proc = subprocess.run([*_tfprov(), "run", "job_logs", "-i", nodes.inventory, "-e",
+                           json.dumps({"dist_tf_cluster_logs_dir": str(logs)})], cwd=project_root(),
+                          env={**os.environ, **nodes.env}, capture_output=True, text=True, check=False)
+    found = sorted(p.name for p in logs.glob("*.log"))
+    shared_logs = nodes.local_logs_dir()
+    if shared_logs and found:  # with the job's outputs, where the shared directory is on this machine
+        shared_logs.mkdir(parents=True, exist_ok=True)
+        for name in found:
+            shutil.copyfile(logs / name, shared_logs / name)
+    record.set(logs=str(logs), log_files=found)
+    say(f"task logs: {logs} ({', '.join(found) or 'none: ' + (proc.stderr.strip() or 'see its run')})")
+
+
+def _end_nodes(keep: bool, nodes: JobNodes, record: JobRecord, say) -> None:
+    """Remove the nodes (or keep them with --keep), saying which; a second Ctrl-C must not leave them behind."""
+    previous = signal.signal(signal.SIGINT, lambda *_: say("removing the nodes: wait, they would be left behind"))
+    try:
+        if keep:
+            if record.data["state"] == "interrupted":  # the nodes stay; the job must not go on alone on them
+                _stop_tasks(nodes, exclude=nodes.lost(), directory=record.directory)
+            say(f"nodes kept (--keep): {', '.join(nodes.names())}; remove them with {nodes.down_command}")
+            record.set(nodes_fate="kept")
+            return
+        say(f"removing the nodes: {', '.join(nodes.names())}")
+        try:
+            nodes.down()
+        except TfprovError as exc:
+            record.set(nodes_fate=f"removal failed: {exc}")
+            say(f"the nodes were NOT all removed: {exc}; remove them with {nodes.down_command}")
+            raise
+        record.set(nodes_fate="removed")
+        say("nodes removed")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- status and logs ----------------------------------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cmd_status(args, out: Console) -> int:
+    record = find_record(project_root(), args.job)
+    data = record.data
+    state = data["state"]
+    if state in ("starting", "nodes up", "running") and not _alive(data.get("pid", 0)):
+        state = f"{state} (its tfprov process {data.get('pid')} is gone: the job was cut off)"
+    out.print(f"job {data['id']}: {state}", highlight=False)
+    out.print(f"  script {data['script']} {' '.join(data['args'])}".rstrip(), highlight=False)
+    out.print(f"  nodes ({data['provider']}): {', '.join(data['nodes']) or '-'}"
+              + (f"; {data['nodes_fate']}" if data.get("nodes_fate") else ""), highlight=False)
+    for step in data["steps"]:
+        extra = f" attempt {step['attempt']}: {step['status']}" if "attempt" in step else ""
+        out.print(f"  {step['at']} {step['step']}{extra} ({step.get('seconds', '-')} s)", highlight=False)
+    for number, restart in enumerate(data["restarts"], 1):
+        out.print(f"  recovery {number}: lost {', '.join(restart['lost'])}; replacement up "
+                  f"{restart['seconds_to_replacement']} s after the loss was seen "
+                  f"(its up: {restart['replace_seconds']} s)", highlight=False)
+    if "seconds" in data:
+        price = (f"; nodes at ${data['hourly_usd']:.4f}/h: ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None
+                 else f"; cost: {data.get('cost_note', 'unknown')}")
+        out.print(f"  wall time {data['seconds']} s{price}", highlight=False)
+    out.print(f"  outputs: {data['shared_dir']}" + (f"; logs {data['logs']}" if data.get("logs") else ""),
+              highlight=False)
+    if data.get("error"):
+        out.print(f"  [red]{data['error']}[/red]", highlight=False)
+    return EXIT_OK
+
+
+def cmd_logs(args, out: Console) -> int:
+    """A running job's logs are read from its nodes now; an ended one's from what it collected before its nodes went."""
+    record = find_record(project_root(), args.job)
+    data = record.data
+    running = data["state"] in ("nodes up", "running") and _alive(data.get("pid", 0))
+    if running:
+        logs = record.directory / "logs-now"
+        logs.mkdir(exist_ok=True)
+        env = {**os.environ, **data.get("env", {})}
+        proc = subprocess.run([*_tfprov(), "run", "job_logs", "-i", data["inventory"], "-e",
+                               json.dumps({"dist_tf_cluster_logs_dir": str(logs)})], cwd=project_root(), env=env,
+                              capture_output=True, text=True, check=False)
+        why = proc.stderr.strip()[-200:] or "see tfprov report latest"
+    elif data.get("log_files"):
+        logs, why = Path(data["logs"]), ""
+    else:
+        raise TfprovError(f"job {data['id']} is {data['state']} and collected no task log"
+                          + (" (it never ran)" if not data.get("inventory") else ""))
+    files = sorted(logs.glob("*.log"))
+    if args.task:
+        tasks = ", ".join(f.stem for f in files) or "none reachable now"
+        files = [f for f in files if f.stem == args.task]
+        if not files:
+            raise TfprovError(f"no task {args.task} in job {data['id']}: its tasks are {tasks}")
+    if not files:
+        raise TfprovError(f"no task log could be read from job {data['id']}'s nodes ({why})")
+    if not running:
+        out.print(f"job {data['id']} is {data['state']}: the logs it collected in {logs}", highlight=False)
+    for path in files:
+        out.print(f"==> {path.stem} <==", highlight=False)
+        out.print(path.read_text(), highlight=False, markup=False, end="")
+    return EXIT_OK

@@ -1,0 +1,65 @@
+"""`tfprov job run` with an AWS job spec against moto: Spot nodes from the spec, up -> run -> down, and a node
+terminated during the job (a Spot interruption) replaced in the next zone with capacity. moto runs no instance, so
+the job's run of the cluster is played by the test: the first run loses the terminated worker (unreachable), the
+second succeeds."""
+
+import json
+
+import pytest
+import yaml
+from test_aws_moto import instances
+
+from tfprov import cli, job
+
+pytestmark = pytest.mark.cloud
+
+
+def tags(instance):
+    return {tag["Key"]: tag["Value"] for tag in instance["Tags"]}
+
+
+def test_a_spot_job_is_recovered_in_the_next_zone_and_its_nodes_are_removed(capsys, ec2, write_spec, aws_env,
+                                                                              tmp_path, monkeypatch):
+    spec = yaml.safe_load(open(write_spec("mjob", spot=True)))
+    spec["roles"] = {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 2, "type": "g4dn.xlarge"}}
+    spec["job"] = {"shared_dir": "s3://tfprov-jobs/mjob"}
+    path = tmp_path / "job.yml"
+    path.write_text(yaml.safe_dump(spec))
+    script = tmp_path / "train.py"
+    script.write_text("print('no compute in moto')\n")
+    seen = []
+
+    def run_cluster(plan, root, options, progress):
+        made = instances(ec2, "mjob", states=("pending", "running"))
+        seen.append({tags(i)["Name"]: i for i in made})
+        assert plan.name == "cluster" and options.extravars["dist_tf_cluster_shared_dir"] == "s3://tfprov-jobs/mjob"
+        if len(seen) == 1:  # the worker is taken back by EC2, and its zone has no capacity left for it
+            worker = seen[0]["mjob-worker-1"]
+            ec2.terminate_instances(InstanceIds=[worker["InstanceId"]])
+            aws_env.full_zones.add(worker["Placement"]["AvailabilityZone"])
+            host = f"mjob-worker-1_{worker['InstanceId']}"
+            return {"status": "unreachable", "rc": 5, "hosts": {host: {"status": "unreachable", "failed_tasks": []}}}, \
+                tmp_path / "run-1"
+        return {"status": "successful", "rc": 0, "hosts": {}}, tmp_path / "run-2"
+
+    monkeypatch.setattr(job, "run_plan", run_cluster)
+    monkeypatch.setattr(job, "_collect_logs", lambda nodes, record, say: None)  # no instance to read a log from
+    rc = cli.main(["job", "run", "--spec", str(path), str(script), "--max-restarts", "1"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err + out[-3000:]
+    first, second = seen
+    assert sorted(first) == ["mjob-chief-0", "mjob-worker-0", "mjob-worker-1"]
+    assert {i.get("InstanceLifecycle") for i in first.values()} == {"spot"}
+    lost_zone = first["mjob-worker-1"]["Placement"]["AvailabilityZone"]
+    replacement = second["mjob-worker-1"]
+    assert replacement["InstanceId"] != first["mjob-worker-1"]["InstanceId"]
+    assert replacement["Placement"]["AvailabilityZone"] == next(z for z in spec["zones"] if z != lost_zone)
+    assert replacement.get("InstanceLifecycle") == "spot"
+    # The others were not touched.
+    assert {n: i["InstanceId"] for n, i in second.items() if n != "mjob-worker-1"} == \
+        {n: i["InstanceId"] for n, i in first.items() if n != "mjob-worker-1"}
+    assert instances(ec2, "mjob", states=("pending", "running", "stopping", "stopped")) == []
+    assert "recovery 1 of at most 1: replacing mjob-worker-1_" in out and "nodes removed" in out
+    [record] = (tmp_path / "runs" / "jobs").glob("*-mjob/job.json")
+    data = json.loads(record.read_text())
+    assert data["state"] == "succeeded" and data["nodes_fate"] == "removed" and len(data["restarts"]) == 1

@@ -1,0 +1,235 @@
+"""tfprov job run|status: the sequence (nodes up -> run cluster -> logs -> nodes removed), recovery from a lost node,
+--max-restarts, Ctrl-C, --keep and the job's record; the runs and the nodes are fakes here (the local cloud runs
+them for real in tests/integration/test_e2e_job.py)."""
+
+import argparse
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+
+from tfprov import job
+from tfprov.errors import EXIT_INTERRUPTED, EXIT_OK
+
+
+class FakeNodes(job.JobNodes):
+    inventory = "inventories/fake.yml"
+    env = {"TFPROV_LOCAL_CLOUD": "job-fake"}
+    node_shared_dir = "/srv/tfprov/shared"
+    down_command = "tfprov down fake"
+
+    def __init__(self, lost_after_runs=None):
+        self.calls, self.lost_now = [], []
+        self.lost_after_runs = lost_after_runs or {}
+
+    def planned(self):
+        return ["node-1", "node-2", "node-3"]
+
+    def up(self):
+        self.calls.append("up")
+        self.lost_now = []
+
+    def lost(self):
+        return list(self.lost_now)
+
+    def down(self):
+        self.calls.append("down")
+
+    def hourly(self):
+        return 3.6
+
+
+class FakeRunner:
+    """Each call returns the next report; a report may lose nodes while it 'runs'."""
+
+    def __init__(self, nodes, reports):
+        self.nodes, self.reports, self.calls = nodes, list(reports), []
+
+    def __call__(self, plan, root, options, progress):
+        self.calls.append(options)
+        report = self.reports.pop(0)
+        self.nodes.lost_now = list(report.pop("_lose", []))
+        if self.nodes.lost_now:  # lost while the job runs: the watcher polls every 0.01 s here
+            time.sleep(0.5)
+        if report.pop("_interrupt", False):
+            raise KeyboardInterrupt
+        return report, root / ".tfprov" / "runs" / f"run-{len(self.calls)}"
+
+
+def ok():
+    return {"status": "successful", "rc": 0, "hosts": {"node-1": {"status": "ok", "failed_tasks": []}}}
+
+
+def failed(lose=(), status="failed", rc=4, message="the job exited 1"):
+    hosts = {"node-1": {"status": "failed", "failed_tasks": [{"task": "Report the job", "message": message}]}}
+    return {"status": status, "rc": rc, "hosts": hosts, "_lose": list(lose)}
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    """The checkout (root) and the member lists the job stopped tasks on (stopped)."""
+    (tmp_path / "train.py").write_text("print('train')\n")
+    (tmp_path / "job.yml").write_text("name: demo\nprovider: local\nroles: {chief: {count: 1}, worker: {count: 2}}\n"
+                                      "job: {shared_dir: shared}\n")
+    monkeypatch.setattr(job, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(job.plan_mod, "resolve", lambda name, root: name)
+    monkeypatch.setattr(job, "_collect_logs", lambda nodes, record, say: record.set(logs="collected"))
+    stopped = []
+    monkeypatch.setattr(job, "_stop_tasks", lambda nodes, exclude, directory: stopped.append(exclude))
+    monkeypatch.setattr(job, "WATCH_SECONDS", 0.01)
+    return SimpleNamespace(root=tmp_path, stopped=stopped)
+
+
+def run(checkout, reports, keep=False, max_restarts=3, nodes=None):
+    nodes = nodes or FakeNodes()
+    runner = FakeRunner(nodes, reports)
+    args = argparse.Namespace(spec=str(checkout.root / "job.yml"), script=str(checkout.root / "train.py"),
+                              job_arg=["--epochs=2"], keep=keep, max_restarts=max_restarts)
+    console = Console(record=True, width=200)
+    rc = job.cmd_run(args, console, runner=runner, nodes_factory=lambda spec, directory, out: nodes)
+    [record] = (checkout.root / ".tfprov" / "runs" / "jobs").glob("*/job.json")
+    return rc, nodes, runner, json.loads(record.read_text()), console.export_text()
+
+
+def test_a_job_that_succeeds_runs_once_and_its_nodes_are_removed(checkout):
+    rc, nodes, runner, record, text = run(checkout, [ok()])
+    assert rc == EXIT_OK
+    assert nodes.calls == ["up", "down"]
+    [options] = runner.calls
+    assert options.inventory == "inventories/fake.yml"
+    assert options.extravars == {"dist_tf_cluster_job": str(checkout.root / "train.py"),
+                                 "dist_tf_cluster_job_args": ["--epochs=2"],
+                                 "dist_tf_cluster_shared_dir": "/srv/tfprov/shared",
+                                 "tfprov_dist_strategy": "multi_worker_mirrored", "dist_tf_cluster_job_timeout": 3600}
+    assert record["state"] == "succeeded" and record["nodes_fate"] == "removed" and record["restarts"] == []
+    assert record["logs"] == "collected" and record["shared_dir"] == str(checkout.root / "shared")
+    assert record["hourly_usd"] == 3.6 and record["cost_usd"] == round(3.6 * record["seconds"] / 3600, 4)
+    assert "nodes removed" in text
+
+
+def test_the_jobs_own_failure_is_not_retried_and_the_nodes_still_go(checkout):
+    rc, nodes, runner, record, text = run(checkout, [failed()])
+    assert rc == 4
+    assert nodes.calls == ["up", "down"] and len(runner.calls) == 1
+    assert record["state"] == "failed" and "the job exited 1" in record["error"]
+    assert "node-1: Report the job: the job exited 1" in text
+
+
+def test_a_lost_member_is_replaced_and_the_job_started_again(checkout):
+    rc, nodes, runner, record, text = run(checkout, [failed(lose=["node-3"], rc=5), ok()])
+    assert rc == EXIT_OK
+    assert nodes.calls == ["up", "up", "down"] and len(runner.calls) == 2
+    [restart] = record["restarts"]
+    assert restart["lost"] == ["node-3"] and restart["attempt"] == 1
+    assert {"replace_seconds", "seconds_to_replacement"} <= set(restart)
+    assert "lost node-3 during the job: stopping the other tasks" in text
+    assert "recovery 1 of at most 3: replacing node-3" in text
+    assert checkout.stopped == [["node-3"]]  # the survivors were stopped, the lost one left out
+
+
+def test_max_restarts_zero_fails_at_the_first_loss_naming_the_node(checkout):
+    rc, nodes, runner, record, text = run(checkout, [failed(lose=["node-2"], rc=5)], max_restarts=0)
+    assert rc == 5
+    assert nodes.calls == ["up", "down"]
+    assert record["state"] == "failed"
+    assert record["error"].startswith("lost node-2 during the job and --max-restarts 0 allows no more recoveries")
+
+
+def test_recoveries_stop_at_max_restarts(checkout):
+    reports = [failed(lose=["node-2"], rc=5), failed(lose=["node-3"], rc=5), ok()]
+    rc, nodes, runner, record, _ = run(checkout, reports, max_restarts=1)
+    assert rc == 5 and len(runner.calls) == 2 and len(record["restarts"]) == 1
+    assert "node-3" in record["error"]
+
+
+@pytest.mark.parametrize("how", ["report", "exception"])
+def test_ctrl_c_removes_the_nodes(checkout, how):
+    report = {"status": "interrupted", "rc": EXIT_INTERRUPTED, "hosts": {}} if how == "report" else {
+        "_interrupt": True}
+    rc, nodes, _, record, text = run(checkout, [report])
+    assert rc == EXIT_INTERRUPTED
+    assert nodes.calls == ["up", "down"]
+    assert record["state"] == "interrupted" and record["nodes_fate"] == "removed"
+    assert "interrupted (Ctrl-C)" in text and "removing the nodes: node-1, node-2, node-3" in text
+
+
+def test_keep_keeps_the_nodes_and_says_how_to_remove_them(checkout):
+    rc, nodes, _, record, text = run(checkout, [ok()], keep=True)
+    assert rc == EXIT_OK and nodes.calls == ["up"]
+    assert record["nodes_fate"] == "kept"
+    assert "nodes kept (--keep): node-1, node-2, node-3; remove them with tfprov down fake" in text
+
+
+def test_an_interrupted_job_kept_has_its_tasks_stopped(checkout):
+    rc, nodes, _, record, _ = run(checkout, [{"status": "interrupted", "rc": EXIT_INTERRUPTED, "hosts": {}}],
+                                  keep=True)
+    assert rc == EXIT_INTERRUPTED and nodes.calls == ["up"]
+    assert checkout.stopped == [[]]  # every member's job stopped; the nodes stay
+
+
+def test_status_reads_the_record_and_sees_a_job_cut_off(checkout, monkeypatch):
+    run(checkout, [failed(lose=["node-3"], rc=5), ok()])
+    console = Console(record=True, width=200)
+    assert job.cmd_status(argparse.Namespace(job=None), console) == EXIT_OK
+    text = console.export_text()
+    assert "succeeded" in text and "recovery 1: lost node-3" in text
+    assert "nodes (local): node-1, node-2, node-3; removed" in text
+    assert "nodes at $3.6000/h" in text
+    record = job.find_record(checkout.root, None)
+    record.set(state="running", pid=2 ** 22 + 1)  # no such process
+    console = Console(record=True, width=200)
+    job.cmd_status(argparse.Namespace(job=None), console)
+    assert "the job was cut off" in console.export_text()
+
+
+def test_a_price_unknown_is_said_not_guessed(checkout):
+    nodes = FakeNodes()
+    nodes.hourly = lambda: None
+    _, _, _, record, _ = run(checkout, [ok()], nodes=nodes)
+    assert record["cost_usd"] is None and record["cost_note"] == "price unknown for a node type"
+
+
+def test_status_with_no_job_says_how_to_start_one(checkout):
+    with pytest.raises(job.TfprovError, match="no job has run here yet"):
+        job.cmd_status(argparse.Namespace(job=None), Console())
+
+
+def test_the_watcher_stops_the_survivors_once(checkout):
+    nodes, said, stopped = FakeNodes(), [], []
+    nodes.lost_now = ["node-2"]
+    with job.Watcher(nodes, said.append, stopped.append) as watcher:
+        deadline = time.monotonic() + 10
+        while not stopped and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert watcher.lost == ["node-2"] and stopped == [["node-2"]]
+    assert said == ["lost node-2 during the job: stopping the other tasks"]
+
+
+def test_logs_of_an_ended_job_are_the_ones_it_collected(checkout, monkeypatch):
+    def collect(nodes, record, say):
+        logs = record.directory / "logs"
+        logs.mkdir()
+        (logs / "chief-0.log").write_text("chief-0: epoch 1/2 loss 1.5\n")
+        (logs / "worker-0.log").write_text("worker-0: epoch 1/2 loss 1.5\n")
+        record.set(logs=str(logs), log_files=["chief-0.log", "worker-0.log"])
+
+    monkeypatch.setattr(job, "_collect_logs", collect)
+    run(checkout, [ok()])
+    console = Console(record=True, width=200)
+    assert job.cmd_logs(argparse.Namespace(job=None, task="worker-0"), console) == EXIT_OK
+    text = console.export_text()
+    assert "is succeeded: the logs it collected in" in text
+    assert "==> worker-0 <==" in text and "worker-0: epoch 1/2" in text and "chief-0" not in text.split("<==")[1]
+    with pytest.raises(job.TfprovError, match="no task ps-0 in job .*: its tasks are chief-0, worker-0"):
+        job.cmd_logs(argparse.Namespace(job=None, task="ps-0"), Console())
+
+
+def test_logs_of_a_job_that_never_ran_say_so(checkout):
+    run(checkout, [{"_interrupt": True}])
+    record = job.find_record(checkout.root, None)
+    record.data.pop("inventory", None)
+    record.write()
+    with pytest.raises(job.TfprovError, match="is interrupted and collected no task log"):
+        job.cmd_logs(argparse.Namespace(job=None, task=None), Console())
