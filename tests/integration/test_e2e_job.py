@@ -105,7 +105,8 @@ def test_an_uninterrupted_job_runs_on_every_task_and_leaves_no_node(tmp_path):
 
 
 def test_a_worker_stopped_mid_training_is_replaced_and_the_job_resumes_from_its_checkpoint(tmp_path):
-    proc, out = start(tmp_path, "--job-arg=--pause=6")
+    # 12 s after each epoch: `job logs` (an Ansible run, slower beside CI's other lane) must end before the training.
+    proc, out = start(tmp_path, "--job-arg=--pause=12")
     wait_for_checkpoint(proc, tmp_path)
     # From another terminal, while the job runs: its state and a task's log, read from its node now.
     env = {**os.environ, "TFPROV_RUNS_DIR": str(tmp_path / "runs"), "COLUMNS": "200"}
