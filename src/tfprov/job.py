@@ -159,7 +159,10 @@ class Watcher:
 
     def _loop(self) -> None:
         while not self._done.wait(WATCH_SECONDS):
-            lost = self.nodes.lost()
+            try:
+                lost = self.nodes.lost()
+            except TfprovError:  # the engine did not answer this once: ask again at the next poll
+                continue
             if lost:
                 self.lost, self.lost_at = lost, time.monotonic()
                 self.say(f"lost {', '.join(lost)} during the job: stopping the other tasks")
@@ -174,7 +177,11 @@ def cmd_run(args, out: Console, runner=None, nodes_factory=nodes_for) -> int:
     if args.max_restarts < 0:
         raise TfprovError("--max-restarts must be 0 or more")
     record = JobRecord.new(root, spec, str(script), list(args.job_arg))
-    nodes = nodes_factory(spec, record.directory, out)
+    try:
+        nodes = nodes_factory(spec, record.directory, out)  # a cloud spec is checked here, before anything exists
+    except TfprovError as exc:
+        record.set(state="refused", error=str(exc))
+        raise
 
     def say(text: str) -> None:
         out.print(f"job {record.data['id']}: {text}", highlight=False)

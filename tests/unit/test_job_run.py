@@ -233,3 +233,33 @@ def test_logs_of_a_job_that_never_ran_say_so(checkout):
     record.write()
     with pytest.raises(job.TfprovError, match="is interrupted and collected no task log"):
         job.cmd_logs(argparse.Namespace(job=None, task=None), Console())
+
+
+def test_a_cloud_spec_refused_leaves_a_refused_record_and_creates_nothing(checkout):
+    def refuse(spec, directory, out):
+        raise job.TfprovError("cluster spec job.yml: roles.chief.type 'x1' is unknown")
+
+    args = argparse.Namespace(spec=str(checkout.root / "job.yml"), script=str(checkout.root / "train.py"),
+                              job_arg=[], keep=False, max_restarts=3)
+    with pytest.raises(job.TfprovError, match="roles.chief.type"):
+        job.cmd_run(args, Console(), runner=FakeRunner(FakeNodes(), []), nodes_factory=refuse)
+    record = job.find_record(checkout.root, None).data
+    assert record["state"] == "refused" and "roles.chief.type" in record["error"]
+
+
+def test_the_watcher_asks_again_when_the_engine_does_not_answer(checkout):
+    nodes, stopped = FakeNodes(), []
+    answers = iter([job.TfprovError("docker ps: Cannot connect to the Docker daemon"), [], ["node-3"]])
+
+    def lost():
+        answer = next(answers, ["node-3"])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    nodes.lost = lost
+    with job.Watcher(nodes, lambda text: None, stopped.append) as watcher:
+        deadline = time.monotonic() + 10
+        while not stopped and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert watcher.lost == ["node-3"] and stopped == [["node-3"]]
