@@ -148,15 +148,21 @@ define run_lane
 	  > >(sed -u 's/^/[lane $(1)] /') 2>&1
 endef
 
+# The two lanes: A bakes the image, runs LANE_A and ends with the cluster scenario; B runs LANE_B, then what $(2)
+# adds (make test: the integration tests). $(1) names the target in the failure lines.
+define molecule_lanes
+@missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
+  [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
+$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
+$(call run_lane,B,$(call run_scenarios,$(LANE_B))$(2)) & b=$$!; \
+ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
+[ $$ra = 0 ] || echo "$(1): lane A FAILED (its log lines start with [lane A])"; \
+[ $$rb = 0 ] || echo "$(1): lane B FAILED (its log lines start with [lane B])"; \
+[ $$ra = 0 ] && [ $$rb = 0 ]
+endef
+
 molecule: images wheelhouse serving-image
-	@missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
-	  [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
-	$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
-	$(call run_lane,B,$(call run_scenarios,$(LANE_B))) & b=$$!; \
-	ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
-	[ $$ra = 0 ] || echo "molecule: lane A FAILED (its log lines start with [lane A])"; \
-	[ $$rb = 0 ] || echo "molecule: lane B FAILED (its log lines start with [lane B])"; \
-	[ $$ra = 0 ] && [ $$rb = 0 ]
+	$(call molecule_lanes,molecule,)
 
 # One lane, as the scenarios ran before lanes (for comparing, or for a machine too small for two).
 molecule-serial: images wheelhouse serving-image molecule-cluster
@@ -225,14 +231,7 @@ test: venv $(VENV)/.docs-extra
 	[ $$ru = 0 ] || echo "make test: the unit tests FAILED (lines starting with [lane unit])"; \
 	[ $$ri = 0 ] || echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; \
 	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$ri = 0 ]
-	@missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
-	  [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
-	$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
-	$(call run_lane,B,$(call run_scenarios,$(LANE_B)) && $(MAKE) --no-print-directory integration) & b=$$!; \
-	ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
-	[ $$ra = 0 ] || echo "make test: lane A FAILED (its log lines start with [lane A])"; \
-	[ $$rb = 0 ] || echo "make test: lane B (scenarios, then integration) FAILED (its log lines start with [lane B])"; \
-	[ $$ra = 0 ] && [ $$rb = 0 ]
+	$(call molecule_lanes,make test, && $(MAKE) --no-print-directory integration)
 
 clean:
 	rm -rf dist .tfprov .pytest_cache .ruff_cache

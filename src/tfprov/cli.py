@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -37,7 +36,7 @@ from .local import images as local_images
 from .local import nodes as local_nodes
 from .local import serving_image as local_serving_image
 from .local import vms as local_vms
-from .options import DEFAULT_INVENTORY, count, positive, print_playbook_stopped, print_refused, usd
+from .options import DEFAULT_INVENTORY, check_job_script, count, positive, print_playbook_stopped, print_refused, usd
 from .progress import Progress
 from .project import project_root
 from .rundirs import DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV
@@ -259,14 +258,7 @@ def job_extravars(args, plan: plan_mod.Plan, extra: dict | None = None) -> dict:
         raise TfprovError(f"{next(iter(given))} applies to plans that run {CLUSTER_PLAYBOOK} (tfprov run cluster)")
     found = {}
     if "--job" in given:
-        path = Path(given["--job"]).expanduser()
-        if not path.exists():
-            raise TfprovError(f"--job {path} does not exist")
-        if path.is_file() and path.suffix != ".py":
-            raise TfprovError(f"--job {path} is not a Python script (.py): give the script or a directory holding it")
-        if path.is_dir() and not any(path.glob("*.py")):
-            raise TfprovError(f"--job {path} is a directory without a Python script (.py)")
-        found["dist_tf_cluster_job"] = str(path.resolve())
+        found["dist_tf_cluster_job"] = str(check_job_script(given["--job"], "--job"))
     if "--job-arg" in given:
         if "--job" not in given and not (extra or {}).get("dist_tf_cluster_job"):
             # The built-in check would run and the arguments would be dropped without a word.

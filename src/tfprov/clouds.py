@@ -18,7 +18,7 @@ from rich.table import Table
 
 from . import cloud_inventory, cost
 from . import plan as plan_mod
-from .errors import EXIT_OK, TfprovError
+from .errors import EXIT_OK, RunFailed, TfprovError
 from .progress import Progress
 from .project import ensure_collection_link, project_root
 from .runner import RunOptions, run_plan
@@ -55,12 +55,8 @@ def cluster_lock(root: Path, provider: str, cluster: str):
             handle.truncate()
 
 
-class CloudRunFailed(TfprovError):
-    """A refusal or failure inside the playbooks, with the run's own exit code."""
-
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.exit_code = exit_code
+class CloudRunFailed(RunFailed):
+    """tfprov up|down aws|gcp refused or stopped inside its playbooks."""
 
 
 def check_spec(path: str, provider: str, root: Path) -> dict:

@@ -32,3 +32,11 @@ class TfprovError(Exception):
     """A problem the user can fix; its message says what and how."""
 
     exit_code = EXIT_BAD_INPUT
+
+
+class RunFailed(TfprovError):
+    """A refusal or failure inside the playbooks (or a job run over them), with the run's own exit code."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code

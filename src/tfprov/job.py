@@ -29,23 +29,15 @@ from rich.console import Console
 
 from . import plan as plan_mod
 from . import rundirs
-from .errors import EXIT_INTERRUPTED, EXIT_OK, TfprovError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, RunFailed, TfprovError
 from .job_nodes import JobNodes, nodes_for
 from .job_spec import load as load_spec
+from .options import check_job_script, count
 from .progress import Progress
 from .project import project_root
 from .runner import RunOptions, run_plan
 
 JOBS = "jobs"  # beside the run directories (rundirs.runs_dir), which rotation and the index leave alone
-
-
-class JobFailed(TfprovError):
-    """The job could not finish, with the run's own exit code."""
-
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.exit_code = exit_code
-
 WATCH_SECONDS = 2.0
 
 
@@ -59,7 +51,7 @@ def add_arguments(parser) -> None:
                    help="an argument for the script (repeatable, in order); --job-arg=--epochs=3 for one that "
                         "starts with '-'")
     r.add_argument("--keep", action="store_true", help="keep the nodes when the job ends (default: remove them)")
-    r.add_argument("--max-restarts", type=int, default=3, metavar="N",
+    r.add_argument("--max-restarts", type=count, default=3, metavar="N",
                    help="recoveries from a lost node before the job fails (default 3; 0: fail at the first loss)")
     for action, text in (("status", "the newest job (or JOB): its state, steps, restarts and nodes"),
                          ("logs", "each task's log of the newest job (or --job JOB), read from its nodes now")):
@@ -87,14 +79,7 @@ class JobRecord:
 
     @classmethod
     def new(cls, root: Path, spec: dict, script: str, args: list[str]) -> JobRecord:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        base = rundirs.runs_dir(root) / JOBS
-        directory = base / f"{stamp}-{spec['name']}"
-        suffix = 1
-        while directory.exists():
-            suffix += 1
-            directory = base / f"{stamp}-{spec['name']}-{suffix}"
-        directory.mkdir(parents=True)
+        directory = rundirs.stamped_dir(rundirs.runs_dir(root) / JOBS, spec["name"])
         record = cls(directory, {"id": directory.name, "name": spec["name"], "provider": spec["provider"],
                                  "script": script, "args": args, "pid": os.getpid(), "state": "starting",
                                  "started": _now(), "steps": [], "restarts": [], "nodes": [],
@@ -173,9 +158,7 @@ class Watcher:
 def cmd_run(args, out: Console, runner=None, nodes_factory=nodes_for) -> int:
     root = project_root()
     spec = load_spec(args.spec, root)
-    script = _check_script(args.script)
-    if args.max_restarts < 0:
-        raise TfprovError("--max-restarts must be 0 or more")
+    script = check_job_script(args.script, "script")
     record = JobRecord.new(root, spec, str(script), list(args.job_arg))
     try:
         nodes = nodes_factory(spec, record.directory, out)  # a cloud spec is checked here, before anything exists
@@ -218,15 +201,6 @@ def _cost(nodes: JobNodes, seconds: float) -> dict:
     return {"hourly_usd": hourly, "cost_usd": round(hourly * seconds / 3600, 4)}
 
 
-def _check_script(path: str) -> Path:
-    script = Path(path).expanduser()
-    if not script.exists():
-        raise TfprovError(f"{path} does not exist: give your training script (.py) or a directory holding train.py")
-    if script.is_file() and script.suffix != ".py":
-        raise TfprovError(f"{path} is not a Python script (.py)")
-    return script.resolve()
-
-
 def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes, runner, say, root: Path) -> int:
     plan = plan_mod.resolve("cluster", root)
     variables = {"dist_tf_cluster_job": str(script), "dist_tf_cluster_job_args": list(args.job_arg),
@@ -236,16 +210,15 @@ def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes,
     record.set(state="nodes up")
     t0 = time.monotonic()
     nodes.up()
-    record.step("nodes up", seconds=round(time.monotonic() - t0, 1), nodes=nodes.names())
-    record.set(nodes=nodes.names(), inventory=nodes.inventory, env=nodes.env, state="running")
+    record.step("nodes up", seconds=round(time.monotonic() - t0, 1), nodes=nodes.planned())
+    record.set(nodes=nodes.planned(), inventory=nodes.inventory, env=nodes.env, state="running")
+    def stop_survivors(lost: list[str]) -> None:
+        _stop_tasks(nodes, exclude=lost, directory=record.directory)
+
     attempt = 0
     while True:
         attempt += 1
         say(f"attempt {attempt}: converging the cluster and running {script.name} on every task")
-
-        def stop_survivors(lost: list[str]) -> None:
-            _stop_tasks(nodes, exclude=lost, directory=record.directory)
-
         t0 = time.monotonic()
         with Watcher(nodes, say, stop_survivors) as watcher:
             report, run_dir = runner(plan, root, RunOptions(inventory=nodes.inventory, extravars=variables,
@@ -267,7 +240,7 @@ def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes,
         restarts = len(record.data["restarts"])
         if restarts >= args.max_restarts:
             _collect_logs(nodes, record, say)  # from the members still up: why they stopped
-            raise JobFailed(f"lost {', '.join(lost)} during the job and --max-restarts {args.max_restarts} allows "
+            raise RunFailed(f"lost {', '.join(lost)} during the job and --max-restarts {args.max_restarts} allows "
                             f"no more recoveries (report: {run_dir / 'report.html'})", report["rc"])
         say(f"recovery {restarts + 1} of at most {args.max_restarts}: replacing {', '.join(lost)} (same name, role "
             "and task index); the job resumes from its last checkpoint in the shared directory")
@@ -308,13 +281,18 @@ def _stop_tasks(nodes: JobNodes, exclude: list[str], directory: Path) -> None:
                        check=False)
 
 
+def _read_logs(inventory: str, env: dict, logs: Path) -> subprocess.CompletedProcess:
+    """`tfprov run job_logs`: every reachable member's job log into logs/TYPE-INDEX.log."""
+    logs.mkdir(exist_ok=True)
+    return subprocess.run([*_tfprov(), "run", "job_logs", "-i", inventory, "-e",
+                           json.dumps({"dist_tf_cluster_logs_dir": str(logs)})], cwd=project_root(),
+                          env={**os.environ, **env}, capture_output=True, text=True, check=False)
+
+
 def _collect_logs(nodes: JobNodes, record: JobRecord, say) -> None:
     """Each task's log into the job's directory (logs/TYPE-INDEX.log), before the nodes go."""
     logs = record.directory / "logs"
-    logs.mkdir(exist_ok=True)
-    proc = subprocess.run([*_tfprov(), "run", "job_logs", "-i", nodes.inventory, "-e",
-                           json.dumps({"dist_tf_cluster_logs_dir": str(logs)})], cwd=project_root(),
-                          env={**os.environ, **nodes.env}, capture_output=True, text=True, check=False)
+    proc = _read_logs(nodes.inventory, nodes.env, logs)
     found = sorted(p.name for p in logs.glob("*.log"))
     shared_logs = nodes.local_logs_dir()
     if shared_logs and found:  # with the job's outputs, where the shared directory is on this machine
@@ -332,10 +310,10 @@ def _end_nodes(keep: bool, nodes: JobNodes, record: JobRecord, say) -> None:
         if keep:
             if record.data["state"] == "interrupted":  # the nodes stay; the job must not go on alone on them
                 _stop_tasks(nodes, exclude=nodes.lost(), directory=record.directory)
-            say(f"nodes kept (--keep): {', '.join(nodes.names())}; remove them with {nodes.down_command}")
+            say(f"nodes kept (--keep): {', '.join(nodes.planned())}; remove them with {nodes.down_command}")
             record.set(nodes_fate="kept")
             return
-        say(f"removing the nodes: {', '.join(nodes.names())}")
+        say(f"removing the nodes: {', '.join(nodes.planned())}")
         try:
             nodes.down()
         except TfprovError as exc:
@@ -351,21 +329,11 @@ def _end_nodes(keep: bool, nodes: JobNodes, record: JobRecord, say) -> None:
 # --- status and logs ----------------------------------------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def cmd_status(args, out: Console) -> int:
     record = find_record(project_root(), args.job)
     data = record.data
     state = data["state"]
-    if state in ("starting", "nodes up", "running") and not _alive(data.get("pid", 0)):
+    if state in ("starting", "nodes up", "running") and not rundirs.pid_alive(data.get("pid", 0)):
         state = f"{state} (its tfprov process {data.get('pid')} is gone: the job was cut off)"
     out.print(f"job {data['id']}: {state}", highlight=False)
     out.print(f"  script {data['script']} {' '.join(data['args'])}".rstrip(), highlight=False)
@@ -393,14 +361,10 @@ def cmd_logs(args, out: Console) -> int:
     """A running job's logs are read from its nodes now; an ended one's from what it collected before its nodes went."""
     record = find_record(project_root(), args.job)
     data = record.data
-    running = data["state"] in ("nodes up", "running") and _alive(data.get("pid", 0))
+    running = data["state"] in ("nodes up", "running") and rundirs.pid_alive(data.get("pid", 0))
     if running:
         logs = record.directory / "logs-now"
-        logs.mkdir(exist_ok=True)
-        env = {**os.environ, **data.get("env", {})}
-        proc = subprocess.run([*_tfprov(), "run", "job_logs", "-i", data["inventory"], "-e",
-                               json.dumps({"dist_tf_cluster_logs_dir": str(logs)})], cwd=project_root(), env=env,
-                              capture_output=True, text=True, check=False)
+        proc = _read_logs(data["inventory"], data.get("env", {}), logs)
         why = proc.stderr.strip()[-200:] or "see tfprov report latest"
     elif data.get("log_files"):
         logs, why = Path(data["logs"]), ""

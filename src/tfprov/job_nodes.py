@@ -25,9 +25,6 @@ class JobNodes:
     def planned(self) -> list[str]:
         raise NotImplementedError
 
-    def names(self) -> list[str]:
-        return self.planned()
-
     def up(self) -> None:
         raise NotImplementedError
 

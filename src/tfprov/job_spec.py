@@ -114,5 +114,5 @@ def _local(spec: dict, name: str, refuse) -> dict:
     image = spec.get("image")
     if image is not None and not isinstance(image, str):
         raise refuse(f"image {image!r}: give a local image name (a baked node: make baked-image)")
-    return {"cloud": local_cloud.check_name(f"job-{name}"[:20].rstrip("-")), "image": image,
+    return {"cloud": local_cloud.check_name(f"job-{name}"), "image": image,
             "node_roles": node_roles}

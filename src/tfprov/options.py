@@ -1,10 +1,13 @@
-"""What several commands share: the default inventory, the whole-number option types, and the one line
-printed when ansible-playbook stopped before (or outside) any host's task."""
+"""What several commands share: the default inventory, the whole-number option types, the check of a user's job
+script, and the one line printed when ansible-playbook stopped before (or outside) any host's task."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from .errors import TfprovError
 
 DEFAULT_INVENTORY = "inventories/local.docker_containers.yml"
 
@@ -24,6 +27,19 @@ def whole_number(minimum: int, below: str):
 
 positive = whole_number(1, "must be at least 1")  # forks, node counts
 count = whole_number(0, "must be 0 or more")  # runs kept, milliseconds
+
+
+def check_job_script(given: str, label: str) -> Path:
+    """A user's job (`run cluster --job`, `job run`): a Python script, or a directory holding one; its absolute path.
+    label: how the refusals name it."""
+    path = Path(given).expanduser()
+    if not path.exists():
+        raise TfprovError(f"{label} {path} does not exist")
+    if path.is_file() and path.suffix != ".py":
+        raise TfprovError(f"{label} {path} is not a Python script (.py): give the script or a directory holding it")
+    if path.is_dir() and not any(path.glob("*.py")):
+        raise TfprovError(f"{label} {path} is a directory without a Python script (.py)")
+    return path.resolve()
 
 
 def usd(value: str) -> float:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import TfprovError
@@ -52,6 +54,10 @@ def _running(run_dir: Path) -> bool:
         pid = int((run_dir / _PID_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -59,6 +65,21 @@ def _running(run_dir: Path) -> bool:
     except PermissionError:  # alive, but another user's
         return True
     return True
+
+
+def stamped_dir(base: Path, name: str) -> Path:
+    """A new, private directory base/<UTC stamp>-<name>[-N]; processes started in the same second each get their own
+    (mkdir is atomic)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for suffix in itertools.count(1):
+        path = base / (f"{stamp}-{name}" if suffix == 1 else f"{stamp}-{name}-{suffix}")
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise AssertionError("unreachable")
 
 
 def rotate(base: Path, keep: int, current: Path) -> list[Path]:

@@ -8,7 +8,6 @@ deleted when the run ends, and ansible-runner is told not to write its env/ file
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -90,18 +89,8 @@ def says_no_hosts(stdout: Path) -> bool:
 
 
 def new_run_dir(root: Path, plan: str) -> Path:
-    """A new, private directory; concurrent runs started in the same second each get their own (mkdir is atomic)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = rundirs.runs_dir(root)
-    base.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for suffix in itertools.count(1):
-        run_dir = base / (f"{stamp}-{plan}" if suffix == 1 else f"{stamp}-{plan}-{suffix}")
-        try:
-            run_dir.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return run_dir
-    raise AssertionError("unreachable")
+    """A new, private directory; concurrent runs started in the same second each get their own."""
+    return rundirs.stamped_dir(rundirs.runs_dir(root), plan)
 
 
 @contextlib.contextmanager

@@ -117,7 +117,7 @@ def test_runs_started_in_the_same_second_get_distinct_directories(tmp_path, monk
         def now(cls, tz=None):
             return datetime(2026, 1, 1, tzinfo=UTC)
 
-    monkeypatch.setattr(runner, "datetime", SameSecond)
+    monkeypatch.setattr(rundirs, "datetime", SameSecond)  # the stamp is made there
     real_mkdir = Path.mkdir
     concurrent = []
     interleaved = []
