@@ -26,6 +26,8 @@ RECORDED = {  # file: (GPUs, name of the first, driver)
     "grid-p4-1q.vgpu-513.xml": (1, "GRID P4-1Q", "513.46"),
     "v100s-pcie.8gpu-460.xml": (8, "Tesla V100S-PCIE-32GB", "460.73.01"),
     "rtx-3090.590.xml": (1, "NVIDIA GeForce RTX 3090", "590.44.01"),
+    "h100-80gb-hbm3.580-lent.idle.xml": (1, "NVIDIA H100 80GB HBM3", "580.159.04"),
+    "h100-80gb-hbm3.580-lent.loaded.xml": (1, "NVIDIA H100 80GB HBM3", "580.159.04"),
 }
 
 
@@ -56,6 +58,16 @@ def test_each_recorded_card_as_recorded_passes(name):
     smi = parse_smi_xml((FIXTURES / name).read_text())
     assert (len(smi["gpus"]), smi["gpus"][0]["name"], smi["driver_version"]) == (count, first, driver)
     assert fails(evaluate(smi, expected_gpu_count=count)) == []
+
+
+def test_a_real_h100_at_its_power_cap_under_load_is_healthy_and_judged_at_gen_5_x16():
+    # Recorded on a lent H100 while PyTorch multiplied bf16 matrices: 701 W of 700, the software power cap active.
+    [gpu] = parse_smi_xml((FIXTURES / "h100-80gb-hbm3.580-lent.loaded.xml").read_text())["gpus"]
+    assert gpu["clock_event_reasons"] == ["sw_power_cap"] and gpu["utilization_gpu"] == 100
+    assert (gpu["pcie_gen_current"], gpu["pcie_width_current"], gpu["performance_state"]) == (5, 16, "P0")
+    assert not_judged_idle([gpu]) == [] and verdict_lines(evaluate({"gpus": [gpu]}, expected_gpu_count=1)) == []
+    [idle] = parse_smi_xml((FIXTURES / "h100-80gb-hbm3.580-lent.idle.xml").read_text())["gpus"]
+    assert idle["clock_event_reasons"] == ["gpu_idle"] and idle["ecc_mode"] == "Enabled"
 
 
 def test_a_t4_wired_at_x8_by_its_cloud_is_only_a_warning():

@@ -36,6 +36,7 @@ V100 = card("tesla-v100-sxm2-16gb")
 V100_R470 = card("edge-v100-driver470-truncated-name", legacy=True)
 A100 = card("nvidia-a100-sxm4-40gb.8gpu")
 H100 = card("nvidia-h100-80gb-hbm3")
+H100_580 = card("nvidia-h100-80gb-hbm3.580-lent")  # recorded on a lent H100 machine
 H200 = card("edge-r610-kmd-header.nvidia-h200")
 GB10 = card("edge-na-memory-total.gb10")
 
@@ -81,6 +82,7 @@ def test_k80_with_cuda_11_tensorflow_gets_branch_470(tensorflow):
     (V100_R470, "Tesla V100-SXM2-16GB", "Volta", 1, "install"),
     (A100, "NVIDIA A100-SXM4-40GB", "Ampere", 8, "adopt"),
     (H100, "NVIDIA H100 80GB HBM3", "Hopper", 1, "adopt"),
+    (H100_580, "NVIDIA H100 80GB HBM3", "Hopper", 1, "adopt"),
     (H200, "NVIDIA H200", "Hopper", 1, "adopt"),
     (GB10, "NVIDIA GB10", "Blackwell", 1, "adopt"),
 ])
@@ -92,7 +94,7 @@ def test_cards_that_run_tensorflow_2_21_get_branch_580(fixture, name, arch, coun
     assert stack["driver_action"] == action
 
 
-@pytest.mark.parametrize("fixture", [P4, T4, V100, A100, H100])
+@pytest.mark.parametrize("fixture", [P4, T4, V100, A100, H100, H100_580])
 def test_cards_with_cuda_11_tensorflow_get_branch_535(fixture):
     assert resolve(fixture, "2.14")["driver_branch"] == "535"
 

@@ -125,3 +125,31 @@ def test_a_load_that_cannot_start_is_a_note_not_a_failure(tmp_path, capsys):
     missing = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "rtx-3090.590.xml"), kernel_log=str(log),
                   load_python=str(tmp_path / "no-env" / "python"), sysfs_root=str(tmp_path / "sys"))
     assert any(note.startswith("no Python at") for note in missing["notes"])
+
+
+LENT = "h100-80gb-hbm3.580-lent"  # recorded on a lent H100 machine by tests/support/record_gpu_node.py
+
+
+def recorded_sysfs(tmp_path):
+    """The sysfs tree of the recorded machine's NVIDIA functions, every attribute as it read there."""
+    root = tmp_path / "sys"
+    for bus, attributes in json.loads((FIXTURES / f"{LENT}.sysfs.json").read_text()).items():
+        device = root / "bus" / "pci" / "devices" / bus
+        device.mkdir(parents=True)
+        for name, value in attributes.items():
+            (device / name).write_text(value + "\n")
+    return str(root)
+
+
+def test_the_lent_h100_replayed_here_gets_the_verdict_it_got_on_the_machine(tmp_path, capsys):
+    on_machine = json.loads((FIXTURES / f"{LENT}.recording.json").read_text())["verdicts"]["health_idle"]
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / f"{LENT}.idle.xml",
+                                             nvlink=(FIXTURES / f"{LENT}.nvlink-s.txt").read_text()),
+                 kernel_log=str(FIXTURES / f"{LENT}.kernel-log.log"), sysfs_root=recorded_sysfs(tmp_path))
+    verdict = ("healthy", "gpu_node", "gpu_count", "expected_gpu_count", "driver_version", "cuda_version", "problems",
+               "lines", "notes")
+    assert {k: result[k] for k in verdict} == {k: on_machine[k] for k in verdict}
+    assert result["healthy"] and result["gpu_count"] == 1 and result["lines"] == []
+    # What a card is does not change between two reads; its clocks and load do.
+    card = ("name", "uuid", "bus_id", "ecc_mode", "pcie_gen_max", "pcie_width_max", "persistence_mode")
+    assert [{k: g[k] for k in card} for g in result["gpus"]] == [{k: g[k] for k in card} for g in on_machine["gpus"]]

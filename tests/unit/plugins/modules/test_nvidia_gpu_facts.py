@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.tfprov.gpu.plugins.module_utils.nvidia_smi import (
+    QUERY_FIELDS,
     NvidiaSmiError,
     parse_query,
     parse_versions,
@@ -44,6 +45,7 @@ CARDS = [
     ("tesla-v100-sxm2-16gb", "Tesla V100-SXM2-16GB", "7.0", 1, "555.42.06", "12.5"),
     ("nvidia-a100-sxm4-40gb.8gpu", "NVIDIA A100-SXM4-40GB", "8.0", 8, "550.54.15", "12.4"),
     ("nvidia-h100-80gb-hbm3", "NVIDIA H100 80GB HBM3", "9.0", 1, "590.48.01", "13.1"),
+    ("nvidia-h100-80gb-hbm3.580-lent", "NVIDIA H100 80GB HBM3", "9.0", 1, "580.159.04", "13.0"),
 ]
 
 
@@ -119,3 +121,32 @@ def test_malformed_rows_are_refused(text):
 
 def test_empty_output_is_no_gpus():
     assert parse_query((FIXTURES / "edge-empty.txt").read_text()) == []
+
+
+def _query_fields(entry):
+    if entry["command"] == "query":
+        return QUERY_FIELDS
+    return tuple(entry["command"].split("--query-gpu=")[1].split()[0].split(","))
+
+
+@pytest.mark.parametrize("entry", [e for e in INDEX if "--query-gpu" in e["command"] or e["command"] == "query"
+                                   if e["rc"] == 0 and "gpus" in e["expect"]], ids=lambda e: e["file"])
+def test_every_recorded_query_reads_as_its_index_says(entry):
+    gpus = parse_query((FIXTURES / entry["file"]).read_text(), _query_fields(entry))
+    read = [{"index": g["index"], "name": g["name"], "uuid": g["uuid"], "memory_total_mib": g["memory_mib"],
+             "compute_cap": g["compute_capability"], "pci_bus_id": g["pci_bus_id"],
+             "driver_version": g["driver_version"]} for g in gpus]
+    # The index names what a parser must find; an entry that leaves a value out (an unrecorded UUID) checks the rest.
+    assert len(read) == len(entry["expect"]["gpus"])
+    want = entry["expect"]["gpus"]
+    assert [{key: got[key] for key in gpu} for got, gpu in zip(read, want, strict=True)] == want
+
+
+def test_the_lent_h100_replayed_here_gives_the_facts_it_gave_on_the_machine(tmp_path, capsys):
+    # tests/support/record_gpu_node.py ran the module's gather() on a lent H100 against the real nvidia-smi.
+    recording = FIXTURES.parent / "gpu-health" / "h100-80gb-hbm3.580-lent.recording.json"
+    on_machine = json.loads(recording.read_text())["verdicts"]["facts"]
+    smi = fake_smi(tmp_path, FIXTURES / "nvidia-h100-80gb-hbm3.580-lent.csv.txt",
+                   FIXTURES / "nvidia-h100-80gb-hbm3.580-lent.table.txt")
+    assert run(capsys, nvidia_smi=str(smi), sysfs_root=str(tmp_path))["ansible_facts"]["nvidia_gpu"] == on_machine
+    assert on_machine["gpus"][0]["compute_capability"] == "9.0" and on_machine["driver_state"] == "loaded"
