@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-inventory build docs test clean
+.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory build docs test clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-cluster  - fresh and no-op tfprov run cluster on 1, 2 and 4 local nodes (a benchmark)"
 	@echo "make bench-fleet    - tfprov fleet drift and a no-op fleet update on 1, 4 and 8 local nodes (a benchmark)"
+	@echo "make bench-download - fresh nodes (1, 2, 4, 8) through the pip cache: bytes fetched from PyPI (a benchmark)"
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
 	@echo "make integration-slow - ufw/firewalld firewalls, the rolling fleet update, a failed job's page (too long for CI)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, a slow link, members failing the gate (too long for CI)"
@@ -185,6 +186,10 @@ bench-cluster: images wheelhouse
 # A benchmark, not a test (it replaces the local cloud): tfprov fleet drift and a no-op fleet update on 1, 4, 8 nodes.
 bench-fleet: images baked-image
 	$(BIN)/python bench/fleet_scale.py --nodes 1 4 8 --image tfprov/node-baked:bookworm --noop-runs 2
+
+# A benchmark, not a test (it replaces the local cloud): fresh nodes through the gateway's pip cache, bytes from PyPI.
+bench-download: images
+	$(BIN)/python bench/fleet_download.py --nodes 1 2 4 8
 
 # A benchmark, not a test: ansible-inventory over 1,000 instances in a local moto, cold and cached.
 bench-inventory: venv

@@ -94,16 +94,21 @@ def pip_requirements(packages, only=None, exclude=None):
     return result
 
 
-def pip_args(ca_bundle=None, find_links=None, no_index=False):
-    """pip options for TLS-inspecting proxies (--cert) and offline wheelhouses (--find-links, --no-index).
+def pip_args(ca_bundle=None, find_links=None, no_index=False, index_url=None):
+    """pip options for TLS-inspecting proxies (--cert), offline wheelhouses (--find-links, --no-index) and a package
+    cache or mirror in place of PyPI (--index-url).
 
-    A wheelhouse given as an http:// URL (a controller's or a private network's file server) is used as given: pip
-    ignores plain-HTTP links of any host but localhost unless told to trust that host (--trusted-host).
+    A wheelhouse or an index given as an http:// URL (a controller's or a private network's server) is used as given:
+    pip ignores plain-HTTP sources of any host but localhost unless told to trust that host (--trusted-host).
     """
     args = ["--cert", ca_bundle] if ca_bundle else []
+    args += ["--index-url", index_url] if index_url else []
     args += ["--find-links", find_links] if find_links else []
-    host = urlsplit(str(find_links)).hostname if str(find_links or "").startswith("http://") else None
-    args += ["--trusted-host", host] if host and host not in ("localhost", "127.0.0.1", "::1") else []
+    for url in (index_url, find_links):
+        host = urlsplit(str(url)).hostname if str(url or "").startswith("http://") else None
+        trusted = ["--trusted-host", host]
+        if host and host not in ("localhost", "127.0.0.1", "::1") and trusted[1] not in args:
+            args += trusted
     return args + (["--no-index"] if str(no_index).lower() in ("true", "yes", "1") else [])
 
 

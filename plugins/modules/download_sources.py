@@ -93,8 +93,9 @@ def answers(url, ca_path, timeout, proxy=None):
     try:
         if proxy:
             os.environ.update(http_proxy=proxy, https_proxy=proxy)
+        # Accept any type, as curl and pip do: a package index without an Accept header may answer 406 (proxpi).
         response = open_url(url, method="GET", timeout=timeout, ca_path=ca_path, use_proxy=bool(proxy),
-                            follow_redirects="safe")
+                            follow_redirects="safe", headers={"Accept": "*/*"})
         status = response.getcode()  # None for ftp://: it opened, so the file is there
         response.close()
         return "" if status in (200, None) else "HTTP %s" % status

@@ -73,6 +73,8 @@ def connect(node: str, address: str, port: int, timeout: float = 3) -> str:
 def lab(tmp_path_factory):
     runs = tmp_path_factory.mktemp("itnet-runs")
     tfprov("down", "local", runs_dir=runs)
+    # The gateway's pip cache starts empty, and logs each file it fetches from PyPI.
+    ENV.update(TFPROV_PIP_CACHE_DIR=str(tmp_path_factory.mktemp("itnet-pip-cache")), PROXPI_LOGGING_LEVEL="DEBUG")
     before = host_network()
     started = time.monotonic()
     tfprov("up", "local", "--nodes", "5", "--image", BAKED, "--network", "private", runs_dir=runs, check=True)
@@ -128,6 +130,38 @@ def test_the_only_way_out_is_the_gateways_proxy_to_the_mirror_and_pypi(lab):
     wheelhouse = label(WORKER_1, "tfprov.wheelhouse")
     listing = node_sh(WORKER_1, f"python3 -c 'import urllib.request as u; print(u.urlopen(\"{wheelhouse}\").status)'")
     assert listing == "200"
+
+
+SIX = "six-1.16.0-py2.py3-none-any.whl"  # a package no node image has
+
+
+def pip_install_six(node: str, index: str, venv: str) -> subprocess.Popen:
+    host = index.split("//")[1].split(":")[0]
+    return subprocess.Popen(["docker", "exec", node, "sh", "-c", f"python3 -m venv {venv} && {venv}/bin/pip install "
+                             f"--no-cache-dir --index-url {index} --trusted-host {host} six==1.16.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_nodes_install_through_the_gateways_pip_cache_which_fetches_each_file_once_and_pip_checks_it(lab):
+    index = label(WORKER_1, "tfprov.pip_index")
+    assert index == label(WORKER_1, "tfprov.http_proxy").replace(":3128", ":3141/index/")
+    # Two nodes at once: one of them waits for the other's download instead of fetching the file again.
+    procs = [pip_install_six(node, index, "/var/tmp/cache-check") for node in (WORKER_1, WORKER_2)]
+    for proc in procs:
+        out = proc.communicate(timeout=300)[0]
+        assert proc.returncode == 0 and f"{index}six/{SIX}" in out, out
+    log = (ROOT / f".tfprov/local/clouds/{CLOUD}/pip-cache.log").read_text()
+    assert len([line for line in log.splitlines() if "Downloading 'https://" in line and SIX in line]) == 1
+    [cached] = Path(ENV["TFPROV_PIP_CACHE_DIR"]).rglob(SIX)
+    # pip checks each file against the sha256 of PyPI's index page: a cached file that changed is refused.
+    good = cached.read_bytes()
+    cached.write_bytes(good + b"tampered")
+    try:
+        proc = pip_install_six(CHIEF, index, "/var/tmp/cache-tampered")
+        out = proc.communicate(timeout=300)[0]
+        assert proc.returncode != 0 and "HASH" in out.upper(), out
+    finally:
+        cached.write_bytes(good)
 
 
 def test_ssh_goes_through_the_jump_to_the_private_address_with_a_recorded_host_key(lab):

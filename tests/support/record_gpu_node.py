@@ -26,6 +26,8 @@ import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGINS = os.path.join(ROOT, "plugins")
+IDLE_CHECK = os.path.join(ROOT, "roles", "idle_stop", "files", "tfprov_idle_check.py")
+UTILIZATION = ["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
 COMMANDS: dict[str, dict] = {}
 
 
@@ -162,6 +164,17 @@ def matrix_peaks(card_name):
     return {}, None
 
 
+def record_idle_check(out_dir, when):
+    """The idle-stop checker (roles/idle_stop) on this GPU: its nvidia-smi query, its reading, and its decision with
+    --minutes 0 and --dry-run (idle: it would stop; under load: busy). Nothing is stopped."""
+    run(f"utilization_{when}", UTILIZATION, out_dir, f"utilization.{when}.csv.txt")
+    state = os.path.join(out_dir, f".idle-state-{when}.json")
+    run(f"idle_check_report_{when}", [sys.executable, IDLE_CHECK, "--report", "--state", state], out_dir,
+        f"idle-check.{when}.report.json")
+    run(f"idle_check_decision_{when}", [sys.executable, IDLE_CHECK, "--dry-run", "--minutes", "0", "--state", state],
+        out_dir, f"idle-check.{when}.decision.txt")
+
+
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     mods = load_module_utils()
@@ -187,6 +200,8 @@ def main(out_dir):
     with open(os.path.join(out_dir, "sysfs-nvidia.json"), "w") as handle:
         json.dump(sysfs_devices(), handle, indent=1)
 
+    record_idle_check(out_dir, "idle")
+
     # Under load: PyTorch multiplies bf16 matrices; -q -x is read once it computes (as gpu_health's load does).
     loaded_xml = None
     load = subprocess.Popen([sys.executable, "-c", LOAD, "25"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -195,6 +210,7 @@ def main(out_dir):
     if first.startswith("computing"):
         time.sleep(3)
         rc, loaded_xml, _ = run("q_x_loaded", ["nvidia-smi", "-q", "-x"], out_dir, "q-x.loaded.xml")
+        record_idle_check(out_dir, "loaded")
     else:
         COMMANDS["q_x_loaded"] = {"rc": None, "stderr": first + load.stdout.read()[-1500:]}
     load.kill()

@@ -13,6 +13,7 @@ CLOUD = Cloud("itnet", 3, "private", "10.210.3.0/24")
 def test_the_nodes_reach_the_gateway_at_the_bridge_address():
     assert gateway.proxy_url(CLOUD) == "http://10.210.3.1:3128"
     assert gateway.wheelhouse_url(CLOUD) == "http://10.210.3.1:8080/"
+    assert gateway.pip_index_url(CLOUD) == "http://10.210.3.1:3141/index/"
 
 
 def test_the_proxy_forwards_only_to_the_mirror_pypi_and_what_the_user_adds(monkeypatch):

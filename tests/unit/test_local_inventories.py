@@ -48,7 +48,8 @@ def composed(key: str, labels: dict, inventory: dict = SSH):
 
 
 PRIVATE = {"tfprov.network": "private", "tfprov.address": "10.210.1.12", "tfprov.subnet": "10.210.1.0/24",
-           "tfprov.http_proxy": "http://10.210.1.1:3128", "tfprov.wheelhouse": "http://10.210.1.1:8080/"}
+           "tfprov.http_proxy": "http://10.210.1.1:3128", "tfprov.wheelhouse": "http://10.210.1.1:8080/",
+           "tfprov.pip_index": "http://10.210.1.1:3141/index/"}
 HOST = {"tfprov.network": "host", "tfprov.address": "127.0.0.1"}
 
 
@@ -56,7 +57,9 @@ def test_private_nodes_go_out_only_through_the_gateway():
     assert composed("tfprov_http_proxy", PRIVATE) == "http://10.210.1.1:3128"
     assert composed("tfprov_no_proxy", PRIVATE) == "10.210.1.0/24"  # members and the wheelhouse: never the proxy
     assert composed("tfprov_local_wheelhouse", PRIVATE) == "http://10.210.1.1:8080/"
+    assert composed("tfprov_pip_index_url", PRIVATE) == "http://10.210.1.1:3141/index/"  # the fleet's pip cache
     assert composed("tfprov_http_proxy", HOST) == composed("tfprov_local_wheelhouse", HOST) == ""
+    assert composed("tfprov_pip_index_url", HOST) == ""  # the host's network: PyPI itself
 
 
 def test_private_serving_nodes_publish_from_a_bridged_engine_on_their_address():

@@ -9,6 +9,10 @@ through the controller, so tfprov's proxy and wheelhouse settings run for real.
   the host's namespace but on its loopback, and nothing is added to the host's network.
 - The wheelhouse (a directory of wheels, when there is one) is served read-only in the lab namespace at
   http://<gateway>:8080/, for pip's --find-links.
+- The pip cache (proxpi, a caching PyPI mirror) on the host's loopback, carried into the lab at
+  http://<gateway>:3141/index/ the same way as the proxy: the nodes' pip index (tfprov_pip_index_url). Each file is
+  fetched from PyPI once and kept in TFPROV_PIP_CACHE_DIR (/var/cache/tfprov/pip-cache), for every node of every
+  local cloud after; pip still checks each file against the sha256 PyPI's index gives.
 Their pids are recorded in the cloud's state directory; `up` restarts what died, `down` stops them.
 """
 
@@ -26,12 +30,20 @@ import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
+from urllib.request import urlopen
 
 from ..errors import TfprovError
 from .cloud import Cloud
 
 PROXY_PORT = 3128
 WHEELHOUSE_PORT = 8080
+PIP_CACHE_PORT = 3141
+PIP_CACHE_DIR = Path(os.environ.get("TFPROV_PIP_CACHE_DIR", "/var/cache/tfprov/pip-cache"))
+# Who asks for a file being fetched waits for that one download (proxpi's default, 0.9 s, then sends pip to PyPI:
+# every node would fetch TensorFlow from outside again).
+PIP_CACHE_ENV = {"PROXPI_DOWNLOAD_TIMEOUT": "1800", "PROXPI_CACHE_SIZE": str(20 * 2**30)}
+# The process each recorded name stands for (a pid is ours only while its command line still says so).
+MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "proxpi.server"}
 ALLOW_ENV = "TFPROV_LOCAL_PROXY_ALLOW"  # extra host names the proxy forwards to, comma-separated
 PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
 STATE_FILE = "gateway.json"
@@ -43,6 +55,10 @@ def proxy_url(cloud: Cloud) -> str:
 
 def wheelhouse_url(cloud: Cloud) -> str:
     return f"http://{cloud.gateway}:{WHEELHOUSE_PORT}/"
+
+
+def pip_index_url(cloud: Cloud) -> str:
+    return f"http://{cloud.gateway}:{PIP_CACHE_PORT}/index/"
 
 
 def allowed_hosts(mirror: str) -> list[str]:
@@ -130,8 +146,43 @@ def start_host_proxy(state: Path, mirror: str) -> dict[str, int]:
 
 def alive(procs: dict[str, int]) -> bool:
     """Every recorded process (start_host_proxy's, a wheelhouse server, their socat ends) still runs."""
-    markers = {"proxy": "tinyproxy", "wheelhouse": "http.server"}
-    return bool(procs) and all(_alive(pid, markers.get(name, "socat")) for name, pid in procs.items())
+    return bool(procs) and all(_alive(pid, MARKERS.get(name, "socat")) for name, pid in procs.items())
+
+
+def start_pip_cache(cloud: Cloud, state: Path) -> dict[str, int]:
+    """proxpi on the host's loopback, its cache in PIP_CACHE_DIR; socat carries it to <gateway>:3141 through the
+    Unix socket state/pip-cache.sock. The pids."""
+    sock, port, log = state / "pip-cache.sock", free_loopback_port(), state / "pip-cache.log"
+    PIP_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    env = {**PIP_CACHE_ENV, **os.environ, "PROXPI_CACHE_DIR": str(PIP_CACHE_DIR)}
+    with open(log, "ab") as out:
+        server = subprocess.Popen([sys.executable, "-m", "flask", "--app", "proxpi.server", "run", "--host",
+                                   "127.0.0.1", "--port", str(port)], stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=out, start_new_session=True, env=env)
+    procs = {"pip_cache": server.pid,
+             "pip_cache_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
+                                          f"TCP:127.0.0.1:{port}"], state / "gateway.log")}
+    for _ in range(100):
+        if sock.exists():
+            break
+        time.sleep(0.05)
+    procs["pip_cache_lab_end"] = spawn(["ip", "netns", "exec", cloud.namespace, "socat",
+                                        f"TCP-LISTEN:{PIP_CACHE_PORT},bind={cloud.gateway},fork,reuseaddr",
+                                        f"UNIX-CONNECT:{sock}"], state / "gateway.log")
+    deadline = time.monotonic() + 30
+    while not _answers(f"http://127.0.0.1:{port}/health"):
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise TfprovError(f"the local cloud's pip cache did not start (see {log})")
+        time.sleep(0.2)
+    return procs
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 def stop_processes(procs: dict[str, int]) -> None:
@@ -156,7 +207,11 @@ def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | Non
         procs["proxy_lab_end"] = spawn(["ip", "netns", "exec", cloud.namespace, "socat",
                                          f"TCP-LISTEN:{PROXY_PORT},bind={cloud.gateway},fork,reuseaddr",
                                          f"UNIX-CONNECT:{sock}"], state / "gateway.log")
-    urls = {"proxy": proxy_url(cloud)}
+    urls = {"proxy": proxy_url(cloud), "pip_index": pip_index_url(cloud)}
+    cache = ("pip_cache", "pip_cache_host_end", "pip_cache_lab_end")
+    if not all(_alive(procs.get(name, 0), MARKERS.get(name, "pip-cache.sock")) for name in cache):
+        stop_processes({name: procs.pop(name) for name in cache if procs.get(name)})
+        procs.update(start_pip_cache(cloud, state))
     if wheelhouse and wheelhouse.is_dir():
         served = str(wheelhouse.resolve())
         if not _alive(procs.get("wheelhouse", 0), served):
@@ -166,6 +221,7 @@ def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | Non
         urls["wheelhouse"] = wheelhouse_url(cloud)
     (state / STATE_FILE).write_text(json.dumps({"pids": procs, "urls": urls}, indent=2))
     _wait_listening(cloud, PROXY_PORT, "proxy", state / "gateway.log")
+    _wait_listening(cloud, PIP_CACHE_PORT, "pip cache", state / "gateway.log")
     if "wheelhouse" in urls:
         _wait_listening(cloud, WHEELHOUSE_PORT, "wheelhouse server", state / "gateway.log")
     return urls
@@ -174,13 +230,14 @@ def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | Non
 def stop_gateway(cloud: Cloud, root: Path) -> None:
     state = cloud.state_dir(root)
     for name, pid in _read_state(state).get("pids", {}).items():
-        if _alive(pid, "tinyproxy" if name == "proxy" else "http.server" if name == "wheelhouse" else "socat"):
+        if _alive(pid, MARKERS.get(name, "socat")):
             try:
                 os.killpg(pid, signal.SIGTERM)  # the session: `ip netns exec` execs, socat's forks go too
             except ProcessLookupError:
                 pass
     (state / STATE_FILE).unlink(missing_ok=True)
     (state / "proxy.sock").unlink(missing_ok=True)
+    (state / "pip-cache.sock").unlink(missing_ok=True)
 
 
 def needed_commands() -> dict[str, str]:

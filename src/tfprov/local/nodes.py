@@ -102,9 +102,10 @@ class Node:
     def labels(self) -> dict[str, str]:
         ports = {f"tfprov.{k}": str(v) for k, v in self.ports.items()}
         ca = {"tfprov.ca_bundle": NODE_CA_BUNDLE} if HOST_CA_BUNDLE.is_file() else {}
-        # Private network: the subnet, and the gateway's proxy and wheelhouse (the nodes' only way out).
+        # Private network: the subnet, and the gateway's proxy, wheelhouse and pip cache (the nodes' only way out).
         subnet = {"tfprov.subnet": self.cloud.subnet, "tfprov.http_proxy": gateway.proxy_url(self.cloud),
-                  "tfprov.wheelhouse": gateway.wheelhouse_url(self.cloud)} if self.cloud.private else {}
+                  "tfprov.wheelhouse": gateway.wheelhouse_url(self.cloud),
+                  "tfprov.pip_index": gateway.pip_index_url(self.cloud)} if self.cloud.private else {}
         return {CLUSTER_LABEL: self.cloud.name, SLOT_LABEL: str(self.cloud.slot), "tfprov.network": self.cloud.network,
                 "tfprov.role": self.role, "tfprov.index": str(self.index), "tfprov.address": self.address,
                 "tfprov.ssh_proxy": self.ssh_proxy, SUITE_LABEL: self.suite,
@@ -337,7 +338,7 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
     if cloud.private:
         network.ensure_lab(cloud)
         urls = gateway.ensure_gateway(cloud, project_root(), images.debian_mirror(), serving_image.WHEELHOUSE)
-        console.print(f"gateway {cloud.gateway}: proxy {urls['proxy']}"
+        console.print(f"gateway {cloud.gateway}: proxy {urls['proxy']}, pip cache {urls['pip_index']}"
                       + (f", wheelhouse {urls['wheelhouse']}" if "wheelhouse" in urls else ""))
     else:
         gateway.stop_gateway(cloud, project_root())

@@ -43,6 +43,7 @@ PLAYBOOK = """
     tensorflow_gpu_ca_bundle: ''
     tensorflow_gpu_pip_find_links: ''
     tensorflow_gpu_pip_no_index: false
+    tensorflow_gpu_pip_index_url: ''
     tensorflow_gpu_system_cuda: false
   tasks:
     - name: Resolve the stack

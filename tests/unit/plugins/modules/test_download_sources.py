@@ -19,7 +19,10 @@ class Answer(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         Answer.seen.append(self.path)
-        self.send_response(200 if self.path.endswith("/wheels/") else 404)
+        if self.path.endswith("/index/pip/"):  # a package index that, like proxpi, wants to be told what to send
+            self.send_response(200 if "*/*" in self.headers.get("Accept", "") else 406)
+        else:
+            self.send_response(200 if self.path.endswith("/wheels/") else 404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -47,6 +50,10 @@ def test_a_url_must_answer_200(server):
     assert check(f"{server}/gone/") == f"tfprov_pip_find_links {server}/gone/ does not answer from the node (Not Found)"
     assert check("http://127.0.0.1:9/wheels/").startswith("tfprov_pip_find_links http://127.0.0.1:9/wheels/ does "
                                                           "not answer from the node (")
+
+
+def test_a_package_index_that_negotiates_its_answer_is_asked_as_pip_asks_it(server):
+    assert check(f"{server}/index/pip/") == ""
 
 
 def test_a_url_only_the_proxy_reaches_is_asked_again_through_it(server, monkeypatch):
