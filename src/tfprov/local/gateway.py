@@ -9,10 +9,10 @@ through the controller, so tfprov's proxy and wheelhouse settings run for real.
   the host's namespace but on its loopback, and nothing is added to the host's network.
 - The wheelhouse (a directory of wheels, when there is one) is served read-only in the lab namespace at
   http://<gateway>:8080/, for pip's --find-links.
-- The pip cache (proxpi, a caching PyPI mirror) on the host's loopback, carried into the lab at
-  http://<gateway>:3141/index/ the same way as the proxy: the nodes' pip index (tfprov_pip_index_url). Each file is
-  fetched from PyPI once and kept in TFPROV_PIP_CACHE_DIR (/var/cache/tfprov/pip-cache), for every node of every
-  local cloud after; pip still checks each file against the sha256 PyPI's index gives.
+- The pip cache (proxpi, a caching PyPI mirror, run by pip_cache_server) on the host's loopback, carried into the
+  lab at http://<gateway>:3141/index/ the same way as the proxy: the nodes' pip index (tfprov_pip_index_url). Each
+  file is fetched from PyPI once and kept in TFPROV_PIP_CACHE_DIR (/var/cache/tfprov/pip-cache), for every node of
+  every local cloud after; pip still checks each file against the sha256 PyPI's index gives.
 Their pids are recorded in the cloud's state directory; `up` restarts what died, `down` stops them.
 """
 
@@ -43,7 +43,7 @@ PIP_CACHE_DIR = Path(os.environ.get("TFPROV_PIP_CACHE_DIR", "/var/cache/tfprov/p
 # every node would fetch TensorFlow from outside again).
 PIP_CACHE_ENV = {"PROXPI_DOWNLOAD_TIMEOUT": "1800", "PROXPI_CACHE_SIZE": str(20 * 2**30)}
 # The process each recorded name stands for (a pid is ours only while its command line still says so).
-MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "proxpi.server"}
+MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "tfprov.local.pip_cache_server"}
 ALLOW_ENV = "TFPROV_LOCAL_PROXY_ALLOW"  # extra host names the proxy forwards to, comma-separated
 PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
 STATE_FILE = "gateway.json"
@@ -156,9 +156,8 @@ def start_pip_cache(cloud: Cloud, state: Path) -> dict[str, int]:
     PIP_CACHE_DIR.mkdir(parents=True, exist_ok=True)
     env = {**PIP_CACHE_ENV, **os.environ, "PROXPI_CACHE_DIR": str(PIP_CACHE_DIR)}
     with open(log, "ab") as out:
-        server = subprocess.Popen([sys.executable, "-m", "flask", "--app", "proxpi.server", "run", "--host",
-                                   "127.0.0.1", "--port", str(port)], stdin=subprocess.DEVNULL, stdout=out,
-                                  stderr=out, start_new_session=True, env=env)
+        server = subprocess.Popen([sys.executable, "-m", "tfprov.local.pip_cache_server", "127.0.0.1", str(port)],
+                                  stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, env=env)
     procs = {"pip_cache": server.pid,
              "pip_cache_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
                                           f"TCP:127.0.0.1:{port}"], state / "gateway.log")}
