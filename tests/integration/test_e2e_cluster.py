@@ -71,12 +71,12 @@ def node_sh(node: str, script: str) -> subprocess.CompletedProcess:
 
 def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     # The baked image has Keras 2 (tf_keras); one worker without it installs it in the cluster's play, from PyPI
-    # through the cloud's proxy, as a fresh node does (its only way out).
+    # through the gateway's pip cache, as a fresh node does (its only way out).
     assert node_sh(WORKER_2, "/opt/tfprov/envs/tf/bin/python -m pip uninstall -q -y tf_keras").returncode == 0
     proc = tfprov("run", "cluster", runs_dir=cluster_cloud)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
-    proxy_log = (ROOT / ".tfprov/local/clouds/itest/proxy.log").read_text()
-    assert "CONNECT" in proxy_log and "pypi.org" in proxy_log, proxy_log[-2000:]
+    pip_cache_log = (ROOT / ".tfprov/local/clouds/itest/pip-cache.log").read_text()
+    assert "GET /index/tf-keras/tf_keras-" in pip_cache_log, pip_cache_log[-2000:]
     found = jobs(latest_report(cluster_cloud))
     # Multi-worker mirrored: the chief and both workers run the check; the parameter server takes no part.
     assert sorted(found) == [CHIEF, WORKER_1, WORKER_2], found

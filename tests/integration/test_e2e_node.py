@@ -1,6 +1,7 @@
 """`tfprov run node` on one local container node on the private network, reached as cloud VMs are: over SSH through
 the jump as the sudo user `debian` (the plays become root where they change the node), with pipelining. TensorFlow
-from PyPI through the cloud's proxy (the node has no other way out; the host's CA bundle) and the quick check that
+from PyPI through the gateway's pip cache (the node has no other way out; apt goes through the gateway's proxy, with
+the host's CA bundle) and the quick check that
 ends the run; a second run changes nothing; then `tfprov bench`: the bench
 table, JSON and PNG."""
 
@@ -42,14 +43,20 @@ def node(tmp_path_factory):
 
 
 def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(node):
+    proxy_log = ROOT / ".tfprov/local/clouds/itest/proxy.log"
+    before = proxy_log.stat().st_size if proxy_log.exists() else 0
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
                               capture_output=True, text=True).stdout
     gateway = label("tfprov-itest-1", "tfprov.http_proxy").split("//")[1].split(":")[0]
     assert f"Accepted publickey for debian from {gateway}" in sshd_log  # over SSH, through the lab's jump
-    proxy_log = (ROOT / ".tfprov/local/clouds/itest/proxy.log").read_text()
-    assert "CONNECT" in proxy_log and "files.pythonhosted.org" in proxy_log  # pip went through the proxy
+    # pip went through the gateway's pip cache, and nothing of PyPI's through the proxy around it.
+    pip_cache_log = (ROOT / ".tfprov/local/clouds/itest/pip-cache.log").read_text()
+    assert "GET /index/tensorflow-cpu/tensorflow_cpu-" in pip_cache_log, pip_cache_log[-2000:]
+    with open(proxy_log, encoding="utf-8", errors="replace") as handle:
+        handle.seek(before)
+        assert "pythonhosted" not in handle.read()
     check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
     assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert check["problems"] == []

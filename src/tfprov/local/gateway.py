@@ -137,11 +137,16 @@ def start_host_proxy(state: Path, mirror: str) -> dict[str, int]:
     procs = {"proxy": spawn(["tinyproxy", "-d", "-c", str(state / "proxy.conf")], log),
              "proxy_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
                                        f"TCP:127.0.0.1:{port}"], log)}
-    for _ in range(100):  # what connects to the socket file needs it there: wait for it
-        if sock.exists():
-            break
-        time.sleep(0.05)
+    _wait_for_socket(sock)
     return procs
+
+
+def _wait_for_socket(sock: Path) -> None:
+    """What connects to the socket file needs it there: wait for it (5 s at most)."""
+    for _ in range(100):
+        if sock.exists():
+            return
+        time.sleep(0.05)
 
 
 def alive(procs: dict[str, int]) -> bool:
@@ -161,10 +166,7 @@ def start_pip_cache(cloud: Cloud, state: Path) -> dict[str, int]:
     procs = {"pip_cache": server.pid,
              "pip_cache_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
                                           f"TCP:127.0.0.1:{port}"], state / "gateway.log")}
-    for _ in range(100):
-        if sock.exists():
-            break
-        time.sleep(0.05)
+    _wait_for_socket(sock)
     procs["pip_cache_lab_end"] = spawn(["ip", "netns", "exec", cloud.namespace, "socat",
                                         f"TCP-LISTEN:{PIP_CACHE_PORT},bind={cloud.gateway},fork,reuseaddr",
                                         f"UNIX-CONNECT:{sock}"], state / "gateway.log")
@@ -207,9 +209,13 @@ def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | Non
                                          f"TCP-LISTEN:{PROXY_PORT},bind={cloud.gateway},fork,reuseaddr",
                                          f"UNIX-CONNECT:{sock}"], state / "gateway.log")
     urls = {"proxy": proxy_url(cloud), "pip_index": pip_index_url(cloud)}
-    cache = ("pip_cache", "pip_cache_host_end", "pip_cache_lab_end")
-    if not all(_alive(procs.get(name, 0), MARKERS.get(name, "pip-cache.sock")) for name in cache):
-        stop_processes({name: procs.pop(name) for name in cache if procs.get(name)})
+    cache = {"pip_cache": MARKERS["pip_cache"], "pip_cache_host_end": "pip-cache.sock",
+             "pip_cache_lab_end": "pip-cache.sock"}
+    running = {name: procs.pop(name, 0) for name in cache}
+    if all(_alive(pid, cache[name]) for name, pid in running.items()):
+        procs.update(running)
+    else:  # stop what of it still runs (only our own processes: a recorded pid may belong to another by now)
+        stop_processes({name: pid for name, pid in running.items() if _alive(pid, cache[name])})
         procs.update(start_pip_cache(cloud, state))
     if wheelhouse and wheelhouse.is_dir():
         served = str(wheelhouse.resolve())
