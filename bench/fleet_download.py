@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import converge_scale as converge  # noqa: E402 - the sibling benchmark's helpers
 
 from tfprov.local import cloud as cloud_mod  # noqa: E402
+from tfprov.local.gateway import PYPI_HOSTS  # noqa: E402
 from tfprov.local.nodes import local_nodes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
 TARGET_BYTES_8_OVER_1 = 1.05
 TARGET_WALL_4_OVER_1 = 2.0
 

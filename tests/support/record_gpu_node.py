@@ -59,7 +59,8 @@ def load_module_utils():
     sys.modules["ansible.module_utils.basic"].AnsibleModule = object  # only imported by name; never built here
     loaded = {}
     for kind, name in [("module_utils", "nvidia_smi"), ("module_utils", "pci"), ("module_utils", "gpu_health"),
-                       ("module_utils", "dcgm"), ("modules", "nvidia_gpu_facts"), ("modules", "gpu_health")]:
+                       ("module_utils", "dcgm"), ("module_utils", "compat"), ("modules", "nvidia_gpu_facts"),
+                       ("modules", "gpu_health")]:
         path = os.path.join(PLUGINS, kind, name + ".py")
         if not os.path.exists(path):
             continue
@@ -149,19 +150,16 @@ def matmul_tflops(peaks):
     return results
 
 
-def matrix_peaks(card_name):
-    """The compatibility matrix's dense peaks for the card, matched by nvidia-smi's name (PyYAML where present)."""
+def matrix_peaks(compat, card_name):
+    """The compatibility matrix's dense peaks for the card and its key, read by the collection's own compat module
+    (its loader needs PyYAML: without it, no peaks)."""
     try:
-        import yaml
+        row = compat.gpu_model(compat.load_matrix(os.path.join(ROOT, "data", "compat.yml")), card_name)
     except ImportError:
         return {}, None
-    with open(os.path.join(ROOT, "data", "compat.yml")) as handle:
-        data = yaml.safe_load(handle)
-    for key, gpu in (data.get("gpus") or {}).items():
-        if card_name in (gpu.get("names") or gpu.get("nvidia_smi_names") or []):
-            peaks = gpu.get("peak_tflops") or {}
-            return {k: v for k, v in peaks.items() if isinstance(v, (int, float))}, key
-    return {}, None
+    if not row:
+        return {}, None
+    return {k: v for k, v in (row.get("peak_tflops") or {}).items() if isinstance(v, (int, float))}, row["model"]
 
 
 def record_idle_check(out_dir, when):
@@ -235,7 +233,7 @@ def main(out_dir):
         except Exception as exc:
             verdicts["health_loaded"] = {"error": repr(exc)}
     names = [g.get("name") for g in verdicts["facts"].get("gpus", [])]
-    peaks, matrix_key = matrix_peaks(names[0]) if names else ({}, None)
+    peaks, matrix_key = matrix_peaks(mods["module_utils.compat"], names[0]) if names else ({}, None)
     verdicts["matmul"] = dict(matmul_tflops(peaks), matrix_key=matrix_key)
     with open(os.path.join(out_dir, "verdicts.json"), "w") as handle:
         json.dump(verdicts, handle, indent=1, default=str)
