@@ -12,7 +12,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory build docs test clean
+.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory bench-connection build docs test test-lanes clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-fleet    - tfprov fleet drift and a no-op fleet update on 1, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-download - fresh nodes (1, 2, 4, 8) through the pip cache: bytes fetched from PyPI (a benchmark)"
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
+	@echo "make bench-connection - a no-op converge of 4 nodes over the Docker API and over docker exec (a benchmark)"
 	@echo "make integration-slow - ufw/firewalld firewalls, the rolling fleet update, a failed job's page (too long for CI)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, a slow link, members failing the gate (too long for CI)"
 	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
@@ -67,7 +68,7 @@ lint: venv
 	ANSIBLE_INVENTORY=/dev/null $(BIN)/ansible-lint --offline --profile production
 
 unit: venv browser
-	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q -m "not integration" --durations=15
 
 # Debian's Chromium, for the run page's test in a real headless browser (tests/unit/test_report_browser.py).
 browser:
@@ -191,12 +192,18 @@ bench-fleet: images baked-image
 bench-download: images
 	$(BIN)/python bench/fleet_download.py --nodes 1 2 4 8
 
+# A benchmark, not a test: a no-op gpu_node.yml on 4 nodes from the baked image over the Docker API and over the docker
+# CLI, interleaved (add --mitogen DIR for Mitogen's strategy too).
+bench-connection: baked-image
+	$(BIN)/python bench/connection_compare.py --nodes 4 --repeat 2
+
 # A benchmark, not a test: ansible-inventory over 1,000 instances in a local moto, cold and cached.
 bench-inventory: venv
 	$(BIN)/python bench/inventory_scale.py --instances 1000 --repeat 3
 
 integration: images serving-image baked-image
-	$(BIN)/pytest -q -m "integration and not cluster_faults and not slow_integration and not vm and not vm_heavy"
+	$(BIN)/pytest -q -m "integration and not cluster_faults and not slow_integration and not vm and not vm_heavy" \
+	  --durations=25
 
 # End-to-end runs too long for every CI run on a slow 2-core machine (ufw and firewalld as the cluster's firewall, the
 # rolling fleet update, a failed job's page; tfprov job uninterrupted, interrupted with Ctrl-C and with
@@ -219,23 +226,28 @@ test-vm-heavy: venv
 cluster-faults: images baked-image
 	$(BIN)/pytest -q -m cluster_faults
 
-# CI's order, in two phases. First three lanes: lint with the collection build and the docs; the unit tests (each is
-# one process: together they keep both cores busy); the node images, the wheelhouse and the serving image (network and
-# disk; cached after the first run). Then two lanes: lane A bakes the image and runs its molecule scenarios and the
-# cluster scenario; lane B runs the other scenarios, then the integration tests one at a time. The integration tests
-# run beside lane A's scenarios (they used to run after both lanes, alone, on one of the two cores): their local
-# clouds (itest, itnet) have names, subnets and ports of their own, and lane A's molecule nodes use none of them.
-# A failure in any lane fails `make test`. The docs extra goes into the venv before the lanes start: pip must not
-# change packages under a running pytest.
+# CI's order. Three lanes start at once: lint with the collection build and the docs; the unit tests (one process);
+# the node images, the wheelhouse and the serving image (network and disk; cached after the first run), after which
+# the same lane starts the two molecule lanes (test-lanes) without waiting for the other two: lane A bakes the image
+# and runs its molecule scenarios and the cluster scenario; lane B runs the other scenarios, then the integration
+# tests one at a time. (The molecule lanes used to wait for the unit tests as well, which left a core idle for the
+# last four or five minutes of them.) The integration tests run beside lane A's scenarios: their local clouds (itest,
+# itnet) have names, subnets and ports of their own, and lane A's molecule nodes use none of them; the unit tests
+# start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
+# extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
 	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit) & u=$$!; \
-	$(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) & i=$$!; \
-	rc=0; wait $$c || rc=$$?; ru=0; wait $$u || ru=$$?; ri=0; wait $$i || ri=$$?; wait; \
+	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
+	  || { echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; exit 1; }; \
+	  $(MAKE) --no-print-directory test-lanes ) & m=$$!; \
+	rc=0; wait $$c || rc=$$?; ru=0; wait $$u || ru=$$?; rm=0; wait $$m || rm=$$?; wait; \
 	[ $$rc = 0 ] || echo "make test: lint, build or docs FAILED (lines starting with [lane checks])"; \
 	[ $$ru = 0 ] || echo "make test: the unit tests FAILED (lines starting with [lane unit])"; \
-	[ $$ri = 0 ] || echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; \
-	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$ri = 0 ]
+	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$rm = 0 ]
+
+# make test's molecule lanes, which it starts once the images are there (run alone, it assumes they are).
+test-lanes:
 	$(call molecule_lanes,make test, && $(MAKE) --no-print-directory integration)
 
 clean:

@@ -56,7 +56,7 @@ def container(request):
 
 
 def inventory(tmp_path, name, group, **settings):
-    host = {"ansible_connection": "community.docker.docker_api", "ansible_host": name,
+    host = {"ansible_connection": "community.docker.docker", "ansible_host": name,
             "ansible_python_interpreter": "/usr/bin/python3", **settings}
     path = tmp_path / "inventory.yml"
     path.write_text(yaml.safe_dump({"all": {"children": {group: {"hosts": {name: host}}}}}))

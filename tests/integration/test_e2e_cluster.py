@@ -73,9 +73,11 @@ def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     # The baked image has Keras 2 (tf_keras); one worker without it installs it in the cluster's play, from PyPI
     # through the gateway's pip cache, as a fresh node does (its only way out).
     assert node_sh(WORKER_2, "/opt/tfprov/envs/tf/bin/python -m pip uninstall -q -y tf_keras").returncode == 0
+    cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"  # kept across clouds: read what this run adds
+    cache_before = cache_log.stat().st_size if cache_log.exists() else 0
     proc = tfprov("run", "cluster", runs_dir=cluster_cloud)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
-    pip_cache_log = (ROOT / ".tfprov/local/clouds/itest/pip-cache.log").read_text()
+    pip_cache_log = cache_log.read_bytes()[cache_before:].decode(errors="replace")
     assert "GET /index/tf-keras/tf_keras-" in pip_cache_log, pip_cache_log[-2000:]
     found = jobs(latest_report(cluster_cloud))
     # Multi-worker mirrored: the chief and both workers run the check; the parameter server takes no part.

@@ -45,6 +45,8 @@ def node(tmp_path_factory):
 def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(node):
     proxy_log = ROOT / ".tfprov/local/clouds/itest/proxy.log"
     before = proxy_log.stat().st_size if proxy_log.exists() else 0
+    cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"  # kept across clouds: read what this run adds
+    cache_before = cache_log.stat().st_size if cache_log.exists() else 0
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
@@ -52,7 +54,7 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     gateway = label("tfprov-itest-1", "tfprov.http_proxy").split("//")[1].split(":")[0]
     assert f"Accepted publickey for debian from {gateway}" in sshd_log  # over SSH, through the lab's jump
     # pip went through the gateway's pip cache, and nothing of PyPI's through the proxy around it.
-    pip_cache_log = (ROOT / ".tfprov/local/clouds/itest/pip-cache.log").read_text()
+    pip_cache_log = cache_log.read_bytes()[cache_before:].decode(errors="replace")
     assert "GET /index/tensorflow-cpu/tensorflow_cpu-" in pip_cache_log, pip_cache_log[-2000:]
     with open(proxy_log, encoding="utf-8", errors="replace") as handle:
         handle.seek(before)

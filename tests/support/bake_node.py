@@ -53,9 +53,10 @@ def distributed_packages() -> tuple[list[str], str | None]:
 
 
 def inventory(name: str, check_packages: list[str]) -> dict:
-    """One node, reached through the Docker API, with the local cloud's relaxations (no GPU, shared disk)."""
+    """One node, reached with `docker exec` as the local cloud's nodes are, with the local cloud's relaxations (no GPU,
+    shared disk)."""
     settings = {
-        "ansible_connection": "community.docker.docker_api", "ansible_host": name,
+        "ansible_connection": "community.docker.docker", "ansible_host": name,
         "ansible_python_interpreter": "/usr/bin/python3",
         "tfprov_pip_find_links": NODE_WHEELHOUSE, "tfprov_pip_no_index": True,
         "tfprov_require_gpu": False, "preflight_min_disk_gb": 5, "tfprov_tf_address": "127.0.0.1",
