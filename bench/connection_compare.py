@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -33,15 +32,13 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from converge_scale import controller_cpu_seconds  # noqa: E402 - the sibling benchmark's helper
+
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = "/var/cache/tfprov/wheelhouse"
 CONNECTIONS = {"docker_api": "community.docker.docker_api", "docker": "community.docker.docker",
                "mitogen": "community.docker.docker"}
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def start_nodes(names: list[str], image: str) -> None:
@@ -69,11 +66,11 @@ def converge(inventory: Path, variant: str, mitogen: str | None) -> dict:
         env.update(ANSIBLE_STRATEGY_PLUGINS=str(Path(mitogen) / "ansible_mitogen" / "plugins" / "strategy"),
                    ANSIBLE_STRATEGY="mitogen_linear",
                    PYTHONPATH=os.pathsep.join(filter(None, [mitogen, env.get("PYTHONPATH")])))
-    cpu, started = children_cpu(), time.monotonic()
+    cpu, started = controller_cpu_seconds(), time.monotonic()
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
                            "-e", f"ansible_connection={CONNECTIONS[variant]}", "playbooks/gpu_node.yml"],
                           cwd=ROOT, env=env, capture_output=True, text=True)
-    wall, cpu = time.monotonic() - started, children_cpu() - cpu
+    wall, cpu = time.monotonic() - started, controller_cpu_seconds() - cpu
     recap = re.findall(r"changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", proc.stdout)
     return {"variant": variant, "rc": proc.returncode, "wall_s": round(wall, 1), "controller_cpu_s": round(cpu, 1),
             "changed": sum(int(c) for c, _, _ in recap), "unreachable": sum(int(u) for _, u, _ in recap),

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from local_cloud import fault, label
+from local_cloud import fault, label, log_since, log_size
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,11 +73,11 @@ def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     # The baked image has Keras 2 (tf_keras); one worker without it installs it in the cluster's play, from PyPI
     # through the gateway's pip cache, as a fresh node does (its only way out).
     assert node_sh(WORKER_2, "/opt/tfprov/envs/tf/bin/python -m pip uninstall -q -y tf_keras").returncode == 0
-    cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"  # kept across clouds: read what this run adds
-    cache_before = cache_log.stat().st_size if cache_log.exists() else 0
+    cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"
+    cache_before = log_size(cache_log)
     proc = tfprov("run", "cluster", runs_dir=cluster_cloud)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
-    pip_cache_log = cache_log.read_bytes()[cache_before:].decode(errors="replace")
+    pip_cache_log = log_since(cache_log, cache_before)
     assert "GET /index/tf-keras/tf_keras-" in pip_cache_log, pip_cache_log[-2000:]
     found = jobs(latest_report(cluster_cloud))
     # Multi-worker mirrored: the chief and both workers run the check; the parameter server takes no part.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import load_matrix, resolve_stack
-from local_cloud import label
+from local_cloud import label, log_since, log_size
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,9 +44,8 @@ def node(tmp_path_factory):
 
 def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(node):
     proxy_log = ROOT / ".tfprov/local/clouds/itest/proxy.log"
-    before = proxy_log.stat().st_size if proxy_log.exists() else 0
-    cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"  # kept across clouds: read what this run adds
-    cache_before = cache_log.stat().st_size if cache_log.exists() else 0
+    cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"
+    before, cache_before = log_size(proxy_log), log_size(cache_log)
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
@@ -54,11 +53,9 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     gateway = label("tfprov-itest-1", "tfprov.http_proxy").split("//")[1].split(":")[0]
     assert f"Accepted publickey for debian from {gateway}" in sshd_log  # over SSH, through the lab's jump
     # pip went through the gateway's pip cache, and nothing of PyPI's through the proxy around it.
-    pip_cache_log = cache_log.read_bytes()[cache_before:].decode(errors="replace")
+    pip_cache_log = log_since(cache_log, cache_before)
     assert "GET /index/tensorflow-cpu/tensorflow_cpu-" in pip_cache_log, pip_cache_log[-2000:]
-    with open(proxy_log, encoding="utf-8", errors="replace") as handle:
-        handle.seek(before)
-        assert "pythonhosted" not in handle.read()
+    assert "pythonhosted" not in log_since(proxy_log, before)
     check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
     assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert check["problems"] == []

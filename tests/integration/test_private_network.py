@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from local_cloud import label
+from local_cloud import label, log_since, log_size
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,14 +145,14 @@ def pip_install_six(node: str, index: str, venv: str) -> subprocess.Popen:
 def test_nodes_install_through_the_gateways_pip_cache_which_fetches_each_file_once_and_pip_checks_it(lab):
     index = label(WORKER_1, "tfprov.pip_index")
     assert index == label(WORKER_1, "tfprov.http_proxy").replace(":3128", ":3141/index/")
-    cache_log = ROOT / f".tfprov/local/clouds/{CLOUD}/pip-cache.log"  # kept across clouds: read what this test adds
-    before = cache_log.stat().st_size if cache_log.exists() else 0
+    cache_log = ROOT / f".tfprov/local/clouds/{CLOUD}/pip-cache.log"
+    before = log_size(cache_log)
     # Two nodes at once: one of them waits for the other's download instead of fetching the file again.
     procs = [pip_install_six(node, index, "/var/tmp/cache-check") for node in (WORKER_1, WORKER_2)]
     for proc in procs:
         out = proc.communicate(timeout=300)[0]
         assert proc.returncode == 0 and f"{index}six/{SIX}" in out, out
-    log = cache_log.read_bytes()[before:].decode(errors="replace")
+    log = log_since(cache_log, before)
     assert len([line for line in log.splitlines() if "Downloading 'https://" in line and SIX in line]) == 1
     [cached] = Path(ENV["TFPROV_PIP_CACHE_DIR"]).rglob(SIX)
     # pip checks each file against the sha256 of PyPI's index page: a cached file that changed is refused.
