@@ -97,7 +97,7 @@ def test_a_blocking_problem_fails_every_host_with_the_reason(cloud):
     proc = tfprov("run", "preflight", "-e", "preflight_min_disk_gb=100000", runs_dir=cloud)
     assert proc.returncode != 0
     report = latest_report(cloud)
-    assert sorted(report["hosts"]) == NODES
+    assert sorted(report["hosts"]) == NODES, proc.stdout[-3000:] + proc.stderr[-3000:]
     for host in report["hosts"].values():
         assert host["status"] == "failed"
         assert "100000 GB needed" in host["failed_tasks"][0]["message"]
