@@ -247,15 +247,18 @@ def test_idle_time_before_a_stop_does_not_count_after_the_vm_is_started_again(tm
     assert later["stop_due"] and stops  # idle for the whole window within this boot: stopped
 
 
-LENT = Path(__file__).resolve().parents[1] / "fixtures" / "gpu-health" / "h100-80gb-hbm3.580-lent"
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "gpu-health"
 
 
-@pytest.mark.parametrize(("when", "utilization"), [("idle", 0.0), ("loaded", 99.0)])
-def test_a_real_h100_idle_would_stop_and_computing_stays_up_as_it_did_on_the_card(tmp_path, capsys, monkeypatch,
-                                                                                   when, utilization):
-    # Recorded on a lent H100 (tests/support/record_gpu_node.py): nvidia-smi's answer and the checker's own line
-    # there, with --minutes 0 --dry-run, idle and while PyTorch multiplied matrices. Replayed: the same decision.
-    answer = LENT.with_name(f"{LENT.name}.utilization.{when}.csv.txt")
+@pytest.mark.parametrize(("lent", "when", "utilization"), [
+    ("h100-80gb-hbm3.580-lent", "idle", 0.0), ("h100-80gb-hbm3.580-lent", "loaded", 99.0),
+    ("h200.580-lent", "idle", 0.0), ("h200.580-lent", "loaded", 100.0)])
+def test_a_real_card_idle_would_stop_and_computing_stays_up_as_it_did_on_the_card(tmp_path, capsys, monkeypatch,
+                                                                                   lent, when, utilization):
+    # Recorded on a lent H100 and a lent H200 (tests/support/record_gpu_node.py): nvidia-smi's answer and the
+    # checker's own line there, with --minutes 0 --dry-run, idle and while PyTorch multiplied matrices. Replayed:
+    # the same decision.
+    answer = RECORDED / f"{lent}.utilization.{when}.csv.txt"
     smi = tmp_path / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\ncat "{answer}"\n')
     smi.chmod(0o755)
@@ -263,4 +266,4 @@ def test_a_real_h100_idle_would_stop_and_computing_stays_up_as_it_did_on_the_car
     monkeypatch.setattr(checker, "read_sessions", lambda runner=None: [])  # the lent machine had no session open
     assert checker.main(["--dry-run", "--minutes", "0", "--state", str(tmp_path / "s.json"), "--nvidia-smi",
                          str(smi)]) == 0
-    assert capsys.readouterr().out == LENT.with_name(f"{LENT.name}.idle-check.{when}.decision.txt").read_text()
+    assert capsys.readouterr().out == (RECORDED / f"{lent}.idle-check.{when}.decision.txt").read_text()

@@ -131,18 +131,21 @@ def test_pinned_version_forms():
     assert pinned_version("<13") is None
 
 
-def test_the_h100_peaks_hold_against_what_a_real_h100_computed():
-    # tests/support/record_gpu_node.py on a lent H100 SXM: 8192^2 matmuls in PyTorch, the median of five runs each.
-    # Dense peaks (the matrix's) must lie above what a card reaches, and not so far above that a healthy card reads
-    # as slow: measured fp32 52, tf32 387, bf16 803, fp16 712 TFLOP/s (72-81 % of the figures).
+@pytest.mark.parametrize(("lent", "model", "device_id"), [("h100-80gb-hbm3.580-lent", "h100_sxm", "0x2330"),
+                                                         ("h200.580-lent", "h200", "0x2335")])
+def test_the_hopper_peaks_hold_against_what_real_cards_computed(lent, model, device_id):
+    # tests/support/record_gpu_node.py on a lent H100 SXM and a lent H200: 8192^2 matmuls in PyTorch, the median of
+    # five runs each. Dense peaks (the matrix's) must lie above what a card reaches, and not so far above that a
+    # healthy card reads as slow: measured fp32 52, tf32 387, bf16 803, fp16 712 TFLOP/s on the H100 (72-81 % of the
+    # figures); fp32 51, tf32 364, bf16 741, fp16 716 on the H200 (72-76 %).
     import json
     from pathlib import Path
 
-    recording = Path(__file__).parents[3] / "fixtures" / "gpu-health" / "h100-80gb-hbm3.580-lent.recording.json"
+    recording = Path(__file__).parents[3] / "fixtures" / "gpu-health" / f"{lent}.recording.json"
     measured = json.loads(recording.read_text())["verdicts"]["matmul"]
     row = gpu_model(MATRIX, measured["device"])
-    assert row["model"] == measured["matrix_key"] == "h100_sxm"
-    assert gpu_model(MATRIX, device_id="0x2330")["model"] == "h100_sxm"  # the device id its sysfs showed
+    assert row["model"] == measured["matrix_key"] == model
+    assert gpu_model(MATRIX, device_id=device_id)["model"] == model  # the device id its sysfs showed
     peaks = row["peak_tflops"]
     for precision in ("fp32", "tf32", "bf16", "fp16"):
         assert 0.6 < measured[precision]["tflops"] / peaks[precision] < 1.0, precision

@@ -28,6 +28,8 @@ RECORDED = {  # file: (GPUs, name of the first, driver)
     "rtx-3090.590.xml": (1, "NVIDIA GeForce RTX 3090", "590.44.01"),
     "h100-80gb-hbm3.580-lent.idle.xml": (1, "NVIDIA H100 80GB HBM3", "580.159.04"),
     "h100-80gb-hbm3.580-lent.loaded.xml": (1, "NVIDIA H100 80GB HBM3", "580.159.04"),
+    "h200.580-lent.idle.xml": (1, "NVIDIA H200", "580.159.04"),
+    "h200.580-lent.loaded.xml": (1, "NVIDIA H200", "580.159.04"),
 }
 
 
@@ -60,13 +62,15 @@ def test_each_recorded_card_as_recorded_passes(name):
     assert fails(evaluate(smi, expected_gpu_count=count)) == []
 
 
-def test_a_real_h100_at_its_power_cap_under_load_is_healthy_and_judged_at_gen_5_x16():
-    # Recorded on a lent H100 while PyTorch multiplied bf16 matrices: 701 W of 700, the software power cap active.
-    [gpu] = parse_smi_xml((FIXTURES / "h100-80gb-hbm3.580-lent.loaded.xml").read_text())["gpus"]
+@pytest.mark.parametrize("lent", ["h100-80gb-hbm3.580-lent", "h200.580-lent"])
+def test_a_real_hopper_at_its_power_cap_under_load_is_healthy_and_judged_at_gen_5_x16(lent):
+    # Recorded on a lent H100 and a lent H200 while PyTorch multiplied bf16 matrices: 701 W and 688 W of 700, the
+    # software power cap active.
+    [gpu] = parse_smi_xml((FIXTURES / f"{lent}.loaded.xml").read_text())["gpus"]
     assert gpu["clock_event_reasons"] == ["sw_power_cap"] and gpu["utilization_gpu"] == 100
     assert (gpu["pcie_gen_current"], gpu["pcie_width_current"], gpu["performance_state"]) == (5, 16, "P0")
     assert not_judged_idle([gpu]) == [] and verdict_lines(evaluate({"gpus": [gpu]}, expected_gpu_count=1)) == []
-    [idle] = parse_smi_xml((FIXTURES / "h100-80gb-hbm3.580-lent.idle.xml").read_text())["gpus"]
+    [idle] = parse_smi_xml((FIXTURES / f"{lent}.idle.xml").read_text())["gpus"]
     assert idle["clock_event_reasons"] == ["gpu_idle"] and idle["ecc_mode"] == "Enabled"
 
 

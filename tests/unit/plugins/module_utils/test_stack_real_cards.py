@@ -37,6 +37,7 @@ V100_R470 = card("edge-v100-driver470-truncated-name", legacy=True)
 A100 = card("nvidia-a100-sxm4-40gb.8gpu")
 H100 = card("nvidia-h100-80gb-hbm3")
 H100_580 = card("nvidia-h100-80gb-hbm3.580-lent")  # recorded on a lent H100 machine
+H200_580 = card("nvidia-h200.580-lent")  # recorded on a lent H200 machine
 H200 = card("edge-r610-kmd-header.nvidia-h200")
 GB10 = card("edge-na-memory-total.gb10")
 
@@ -84,6 +85,7 @@ def test_k80_with_cuda_11_tensorflow_gets_branch_470(tensorflow):
     (H100, "NVIDIA H100 80GB HBM3", "Hopper", 1, "adopt"),
     (H100_580, "NVIDIA H100 80GB HBM3", "Hopper", 1, "adopt"),
     (H200, "NVIDIA H200", "Hopper", 1, "adopt"),
+    (H200_580, "NVIDIA H200", "Hopper", 1, "adopt"),
     (GB10, "NVIDIA GB10", "Blackwell", 1, "adopt"),
 ])
 def test_cards_that_run_tensorflow_2_21_get_branch_580(fixture, name, arch, count, action):
@@ -94,7 +96,7 @@ def test_cards_that_run_tensorflow_2_21_get_branch_580(fixture, name, arch, coun
     assert stack["driver_action"] == action
 
 
-@pytest.mark.parametrize("fixture", [P4, T4, V100, A100, H100, H100_580])
+@pytest.mark.parametrize("fixture", [P4, T4, V100, A100, H100, H100_580, H200_580])
 def test_cards_with_cuda_11_tensorflow_get_branch_535(fixture):
     assert resolve(fixture, "2.14")["driver_branch"] == "535"
 

@@ -127,13 +127,14 @@ def test_a_load_that_cannot_start_is_a_note_not_a_failure(tmp_path, capsys):
     assert any(note.startswith("no Python at") for note in missing["notes"])
 
 
-LENT = "h100-80gb-hbm3.580-lent"  # recorded on a lent H100 machine by tests/support/record_gpu_node.py
+# Recorded on lent machines by tests/support/record_gpu_node.py: an H100 SXM and an H200, both on driver 580.
+LENT = ["h100-80gb-hbm3.580-lent", "h200.580-lent"]
 
 
-def recorded_sysfs(tmp_path):
+def recorded_sysfs(tmp_path, lent):
     """The sysfs tree of the recorded machine's NVIDIA functions, every attribute as it read there."""
     root = tmp_path / "sys"
-    for bus, attributes in json.loads((FIXTURES / f"{LENT}.sysfs.json").read_text()).items():
+    for bus, attributes in json.loads((FIXTURES / f"{lent}.sysfs.json").read_text()).items():
         device = root / "bus" / "pci" / "devices" / bus
         device.mkdir(parents=True)
         for name, value in attributes.items():
@@ -141,11 +142,12 @@ def recorded_sysfs(tmp_path):
     return str(root)
 
 
-def test_the_lent_h100_replayed_here_gets_the_verdict_it_got_on_the_machine(tmp_path, capsys):
-    on_machine = json.loads((FIXTURES / f"{LENT}.recording.json").read_text())["verdicts"]["health_idle"]
-    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / f"{LENT}.idle.xml",
-                                             nvlink=(FIXTURES / f"{LENT}.nvlink-s.txt").read_text()),
-                 kernel_log=str(FIXTURES / f"{LENT}.kernel-log.log"), sysfs_root=recorded_sysfs(tmp_path))
+@pytest.mark.parametrize("lent", LENT)
+def test_a_lent_card_replayed_here_gets_the_verdict_it_got_on_the_machine(tmp_path, capsys, lent):
+    on_machine = json.loads((FIXTURES / f"{lent}.recording.json").read_text())["verdicts"]["health_idle"]
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / f"{lent}.idle.xml",
+                                             nvlink=(FIXTURES / f"{lent}.nvlink-s.txt").read_text()),
+                 kernel_log=str(FIXTURES / f"{lent}.kernel-log.log"), sysfs_root=recorded_sysfs(tmp_path, lent))
     verdict = ("healthy", "gpu_node", "gpu_count", "expected_gpu_count", "driver_version", "cuda_version", "problems",
                "lines", "notes")
     assert {k: result[k] for k in verdict} == {k: on_machine[k] for k in verdict}

@@ -46,6 +46,7 @@ CARDS = [
     ("nvidia-a100-sxm4-40gb.8gpu", "NVIDIA A100-SXM4-40GB", "8.0", 8, "550.54.15", "12.4"),
     ("nvidia-h100-80gb-hbm3", "NVIDIA H100 80GB HBM3", "9.0", 1, "590.48.01", "13.1"),
     ("nvidia-h100-80gb-hbm3.580-lent", "NVIDIA H100 80GB HBM3", "9.0", 1, "580.159.04", "13.0"),
+    ("nvidia-h200.580-lent", "NVIDIA H200", "9.0", 1, "580.159.04", "13.0"),
 ]
 
 
@@ -142,11 +143,12 @@ def test_every_recorded_query_reads_as_its_index_says(entry):
     assert [{key: got[key] for key in gpu} for got, gpu in zip(read, want, strict=True)] == want
 
 
-def test_the_lent_h100_replayed_here_gives_the_facts_it_gave_on_the_machine(tmp_path, capsys):
-    # tests/support/record_gpu_node.py ran the module's gather() on a lent H100 against the real nvidia-smi.
-    recording = FIXTURES.parent / "gpu-health" / "h100-80gb-hbm3.580-lent.recording.json"
+@pytest.mark.parametrize(("smi_name", "recording_name"), [("nvidia-h100-80gb-hbm3.580-lent", "h100-80gb-hbm3.580-lent"),
+                                                          ("nvidia-h200.580-lent", "h200.580-lent")])
+def test_a_lent_card_replayed_here_gives_the_facts_it_gave_on_the_machine(tmp_path, capsys, smi_name, recording_name):
+    # tests/support/record_gpu_node.py ran the module's gather() on lent machines against the real nvidia-smi.
+    recording = FIXTURES.parent / "gpu-health" / f"{recording_name}.recording.json"
     on_machine = json.loads(recording.read_text())["verdicts"]["facts"]
-    smi = fake_smi(tmp_path, FIXTURES / "nvidia-h100-80gb-hbm3.580-lent.csv.txt",
-                   FIXTURES / "nvidia-h100-80gb-hbm3.580-lent.table.txt")
+    smi = fake_smi(tmp_path, FIXTURES / f"{smi_name}.csv.txt", FIXTURES / f"{smi_name}.table.txt")
     assert run(capsys, nvidia_smi=str(smi), sysfs_root=str(tmp_path))["ansible_facts"]["nvidia_gpu"] == on_machine
     assert on_machine["gpus"][0]["compute_capability"] == "9.0" and on_machine["driver_state"] == "loaded"
