@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 
 import yaml
@@ -43,17 +42,18 @@ def parse_one(arg: str) -> dict:
             return _mapping(yaml.safe_load(arg), repr(arg))
         except yaml.YAMLError as exc:
             raise TfprovError(f"extra vars {arg!r}: not valid YAML/JSON{_where(exc)}") from exc
+    # ansible-playbook's own splitter: quotes as the shell's, a Jinja2 expression kept whole ("a={{ b }}").
+    # Imported here: the other forms, and runs without -e, need none of Ansible in this process.
+    from ansible.errors import AnsibleError
+    from ansible.parsing.splitter import parse_kv
+
     try:
-        tokens = shlex.split(arg)
-    except ValueError as exc:
-        raise TfprovError(f"extra vars {arg!r}: {exc}") from exc
-    result = {}
-    for token in tokens:
-        key, sep, value = token.partition("=")
-        if not sep:
-            raise TfprovError(f"extra vars {token!r}: expected key=value, @file or a YAML/JSON mapping")
-        result[key] = value
-    return _mapping(result, repr(arg))
+        pairs = parse_kv(arg)
+    except AnsibleError as exc:
+        raise TfprovError(f"extra vars {arg!r}: unbalanced quotes or Jinja2 braces") from exc
+    if "_raw_params" in pairs:
+        raise TfprovError(f"extra vars {pairs['_raw_params']!r}: expected key=value, @file or a YAML/JSON mapping")
+    return _mapping(pairs, repr(arg))
 
 
 def parse(args: list[str]) -> dict:
