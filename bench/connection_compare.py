@@ -7,9 +7,11 @@ converged by gpu_node.yml) with no network, runs playbooks/gpu_node.yml once to 
 all of them alike), on the same nodes:
 
 - docker_api: community.docker.docker_api, the Docker API from Python on the controller;
-- docker: community.docker.docker, the `docker exec` CLI (what the local cloud's inventory uses);
-- mitogen: the docker CLI under Mitogen's mitogen_linear strategy, when --mitogen names a directory holding
-  ansible_mitogen (`pip install --target DIR mitogen`); Mitogen is not one of tfprov's dependencies.
+- docker: tfprov.gpu.docker_exec, the `docker exec` CLI (community.docker.docker reporting a stopped container as
+  unreachable: what the local cloud's inventory uses);
+- mitogen: community.docker.docker under Mitogen's mitogen_linear strategy, when --mitogen names a directory holding
+  ansible_mitogen (`pip install --target DIR mitogen`); Mitogen is not one of tfprov's dependencies, and knows only
+  the connection plugins it ships its own forms of.
 
 Per run: wall time, the controller's CPU (user + sys of ansible-playbook and everything it started, the docker CLI
 included; the Docker daemon's and the nodes' own work are not in it), changed and failed counts. The containers are
@@ -37,7 +39,7 @@ from converge_scale import controller_cpu_seconds  # noqa: E402 - the sibling be
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = "/var/cache/tfprov/wheelhouse"
-CONNECTIONS = {"docker_api": "community.docker.docker_api", "docker": "community.docker.docker",
+CONNECTIONS = {"docker_api": "community.docker.docker_api", "docker": "tfprov.gpu.docker_exec",
                "mitogen": "community.docker.docker"}
 
 

@@ -50,7 +50,8 @@ def parse(engine, monkeypatch) -> InventoryData:
     here (the option loader is Ansible's, outside a unit test's reach)."""
     settings = {"strict": True, "docker_host": "unix:///var/run/docker.sock", "connection_type": "docker-api",
                 "configure_docker_daemon": False, "leading_separator": True, "compose": {}, "groups": {},
-                "filters": [{"include": trust_as_template("'tfprov.cluster' in docker_config.Labels")}, {"exclude": True}],
+                "filters": [{"include": trust_as_template("'tfprov.cluster' in docker_config.Labels")},
+                            {"exclude": True}],
                 "keyed_groups": [{"key": trust_as_template("docker_config.Labels['tfprov.role']"), "prefix": "tfprov",
                                   "separator": "_"}]}
     monkeypatch.setattr(StockInventoryModule, "_create_client", lambda self: engine)
@@ -63,9 +64,10 @@ def parse(engine, monkeypatch) -> InventoryData:
 
 
 def test_a_container_removed_before_its_inspection_is_left_out_not_fatal(monkeypatch):
-    engine = RemovingEngine([container("a" * 64, "tfprov-local-1", {"tfprov.cluster": "local", "tfprov.role": "chief"}),
+    local = {"tfprov.cluster": "local"}
+    engine = RemovingEngine([container("a" * 64, "tfprov-local-1", {**local, "tfprov.role": "chief"}),
                              container("b" * 64, "someone-elses", {}),
-                             container("c" * 64, "tfprov-local-2", {"tfprov.cluster": "local", "tfprov.role": "worker"})],
+                             container("c" * 64, "tfprov-local-2", {**local, "tfprov.role": "worker"})],
                             gone="b" * 64)
     inventory = parse(engine, monkeypatch)
     assert sorted(inventory.hosts) == ["tfprov-local-1", "tfprov-local-2"]

@@ -1,0 +1,142 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""community.docker.docker (`docker exec`), reporting a container that stopped as unreachable.
+
+The local cloud reaches its nodes with `docker exec`: it costs the controller half the CPU of the Docker API
+connection for the same converge (bench/connection_compare.py). But the stock plugin returns the CLI's own
+failure when the container is gone ("Error response from daemon: container ... is not running", exit 1) as if it
+were the module's: a node stopped in the middle of a run would read "failed" in the run's report, and the retry
+would treat it as a task to fix rather than a node to start. Here, when a command, a file copy or a fetch fails
+without any output of the node's, the container's state is asked once: a container that no longer runs raises the
+connection failure Ansible reports as unreachable. A running container's failure is returned unchanged.
+
+Ansible reads a plugin's options from the literal DOCUMENTATION of its own file, so the stock plugin's options are
+declared again below, with the same names and sources (variables, environment, ansible.cfg).
+"""
+
+DOCUMENTATION = r"""
+name: docker_exec
+short_description: Run tasks in Docker containers with C(docker exec), a stopped container being unreachable
+description:
+  - The P(community.docker.docker#connection) connection plugin, unchanged, except that a command, file copy or fetch
+    that fails while the container is not running (stopped, or removed) raises a connection failure, so that Ansible
+    reports the host as unreachable instead of failed.
+  - Used by tfprov's local cloud inventory (C(inventories/local.docker_containers.yml)).
+author:
+  - tfprov maintainers
+options:
+  remote_addr:
+    description: The name of the container, as in P(community.docker.docker#connection).
+    default: inventory_hostname
+    vars:
+      - name: inventory_hostname
+      - name: ansible_host
+      - name: ansible_docker_host
+  remote_user:
+    description: The user to execute as inside the container.
+    vars:
+      - name: ansible_user
+      - name: ansible_docker_user
+    ini:
+      - section: defaults
+        key: remote_user
+    env:
+      - name: ANSIBLE_REMOTE_USER
+    cli:
+      - name: user
+    keyword:
+      - name: remote_user
+  docker_extra_args:
+    description: Extra arguments to pass to the docker command line.
+    default: ''
+    vars:
+      - name: ansible_docker_extra_args
+    ini:
+      - section: docker_connection
+        key: extra_cli_args
+  container_timeout:
+    description: How long to wait for output from the container once execution started.
+    default: 10
+    type: integer
+    env:
+      - name: ANSIBLE_TIMEOUT
+      - name: ANSIBLE_DOCKER_TIMEOUT
+    ini:
+      - key: timeout
+        section: defaults
+      - key: timeout
+        section: docker_connection
+    vars:
+      - name: ansible_docker_timeout
+    cli:
+      - name: timeout
+  extra_env:
+    description: Extra environment variables for commands run in the container (Ansible variables only).
+    type: dict
+    vars:
+      - name: ansible_docker_extra_env
+  working_dir:
+    description: The directory inside the container to run commands in.
+    type: string
+    env:
+      - name: ANSIBLE_DOCKER_WORKING_DIR
+    ini:
+      - key: working_dir
+        section: docker_connection
+    vars:
+      - name: ansible_docker_working_dir
+  privileged:
+    description: Whether commands run with extended privileges.
+    type: boolean
+    default: false
+    env:
+      - name: ANSIBLE_DOCKER_PRIVILEGED
+    ini:
+      - key: privileged
+        section: docker_connection
+    vars:
+      - name: ansible_docker_privileged
+"""
+
+import subprocess
+
+from ansible.errors import AnsibleConnectionFailure, AnsibleError, AnsibleFileNotFound
+from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.community.docker.plugins.connection.docker import Connection as StockConnection
+
+
+class Connection(StockConnection):
+    transport = "tfprov.gpu.docker_exec"
+
+    def exec_command(self, cmd, in_data=None, sudoable=False):
+        rc, stdout, stderr = super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        if rc != 0 and not stdout.strip():  # nothing from the node: maybe no node to answer
+            self._fail_if_not_running(stderr)
+        return rc, stdout, stderr
+
+    def put_file(self, in_path, out_path):
+        try:
+            super().put_file(in_path, out_path)
+        except AnsibleFileNotFound:
+            raise
+        except AnsibleError as exc:
+            self._fail_if_not_running(str(exc))
+            raise
+
+    def fetch_file(self, in_path, out_path):
+        try:
+            super().fetch_file(in_path, out_path)
+        except AnsibleError as exc:
+            self._fail_if_not_running(str(exc))
+            raise
+
+    def _fail_if_not_running(self, error) -> None:
+        """Raise the connection failure when the container is not running; return when it runs."""
+        container = self.get_option("remote_addr")
+        state = subprocess.run([self.docker_cmd, *self._docker_args, "inspect", "--format", "{{.State.Status}}",
+                                container], capture_output=True, text=True, check=False)
+        status = state.stdout.strip()
+        if state.returncode == 0 and status == "running":
+            return
+        said = to_text(error, errors="surrogate_or_replace").strip().splitlines()
+        raise AnsibleConnectionFailure(f"container {container} is not running ({status or 'no such container'})"
+                                       + (f": {said[-1]}" if said else ""))

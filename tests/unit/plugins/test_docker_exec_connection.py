@@ -1,0 +1,114 @@
+"""tfprov.gpu.docker_exec: `docker exec` whose stopped container is unreachable, not failed. A stand-in `docker`
+command answers as Docker's CLI does (the texts and exit codes below are the CLI's, seen on the local cloud)."""
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
+from ansible.playbook.play_context import PlayContext
+from ansible_collections.community.docker.plugins.connection import docker as stock
+from ansible_collections.tfprov.gpu.plugins.connection import docker_exec
+
+NOT_RUNNING = "Error response from daemon: container 0123abc is not running\n"
+
+# The stand-in `docker`: `exec` prints $EXEC_OUT / $EXEC_ERR and exits $EXEC_RC (cat's stdin first, as an exec
+# given a module on stdin does); `inspect` prints $STATUS, or fails like the CLI for a removed container.
+FAKE_DOCKER = """#!/bin/sh
+echo "$*" >> "$CALLS"
+case "$1" in
+  exec) cat > /dev/null; printf '%s' "$EXEC_OUT"; printf '%s' "$EXEC_ERR" >&2; exit "$EXEC_RC" ;;
+  inspect) if [ -n "$STATUS" ]; then echo "$STATUS"; else echo "Error: No such object: $5" >&2; exit 1; fi ;;
+esac
+"""
+
+
+@pytest.fixture
+def docker(tmp_path, monkeypatch):
+    path = tmp_path / "docker"
+    path.write_text(FAKE_DOCKER)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("CALLS", str(tmp_path / "calls"))
+
+    def answer(rc=0, out="", err="", status="running"):
+        for key, value in (("EXEC_RC", str(rc)), ("EXEC_OUT", out), ("EXEC_ERR", err), ("STATUS", status)):
+            monkeypatch.setenv(key, value)
+
+    def calls():
+        log = tmp_path / "calls"
+        return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
+
+    answer.calls, answer.path = calls, str(path)
+    return answer
+
+
+@pytest.fixture
+def connection(docker, monkeypatch):
+    conn = docker_exec.Connection(PlayContext(), None, docker_command=docker.path)
+    options = {"remote_addr": "tfprov-local-3", "docker_extra_args": "", "container_timeout": 10,
+               "remote_user": None, "extra_env": None, "working_dir": None, "privileged": False}
+    monkeypatch.setattr(conn, "get_option", lambda name, hostvars=None: options[name], raising=False)
+    return conn
+
+
+def test_a_stopped_container_is_a_connection_failure_naming_it(docker, connection):
+    docker(rc=1, err=NOT_RUNNING, status="exited")
+    with pytest.raises(AnsibleConnectionFailure, match=r"tfprov-local-3 is not running \(exited\): .*is not running"):
+        connection.exec_command("/usr/bin/python3", in_data=b"module")
+
+
+def test_a_removed_container_is_a_connection_failure(docker, connection):
+    docker(rc=1, err="Error response from daemon: No such container: tfprov-local-3\n", status="")
+    with pytest.raises(AnsibleConnectionFailure, match="not running \\(no such container\\)"):
+        connection.exec_command("true")
+
+
+def test_a_failing_command_on_a_running_container_is_returned_as_it_is(docker, connection):
+    docker(rc=2, err="sh: 1: nosuch: not found\n")
+    assert connection.exec_command("nosuch") == (2, b"", b"sh: 1: nosuch: not found\n")
+    assert docker.calls() == ["exec", "inspect"]  # asked once, because nothing came from the node
+
+
+def test_a_module_that_answered_is_never_second_guessed(docker, connection):
+    answer = json.dumps({"failed": True, "msg": "the module's own failure"})
+    docker(rc=1, out=answer, status="exited")
+    assert connection.exec_command("/usr/bin/python3")[1] == answer.encode()
+    assert docker.calls() == ["exec"]  # no state asked: the node answered
+    docker(rc=0)
+    assert connection.exec_command("true")[0] == 0
+
+
+def test_a_copy_to_a_stopped_container_is_a_connection_failure(docker, connection, tmp_path):
+    source = tmp_path / "module.py"
+    source.write_text("print()\n")
+    docker(rc=1, err=NOT_RUNNING, status="exited")
+    with pytest.raises(AnsibleConnectionFailure, match="not running"):
+        connection.put_file(str(source), "/tmp/module.py")
+    docker(rc=1, err="dd: /nosuch/module.py: No such file or directory\n")
+    with pytest.raises(AnsibleError, match="failed to transfer") as raised:
+        connection.put_file(str(source), "/nosuch/module.py")
+    assert not isinstance(raised.value, AnsibleConnectionFailure)
+
+
+def test_options_are_the_stock_plugins_with_the_same_sources():
+    """Ansible reads options from each file's own DOCUMENTATION: ours must follow the stock plugin's."""
+    ours = yaml.safe_load(docker_exec.DOCUMENTATION)["options"]
+    theirs = yaml.safe_load(stock.DOCUMENTATION)["options"]
+    assert ours.keys() == theirs.keys()
+    sources = ("vars", "env", "ini", "cli", "keyword", "default", "type")
+    for name, option in theirs.items():
+        strip = [{k: v for k, v in entry.items() if k != "version_added"} if isinstance(entry, dict) else entry
+                 for key in sources for entry in (option.get(key) if isinstance(option.get(key), list) else [])]
+        mine = [entry for key in sources for entry in (ours[name].get(key) if isinstance(ours[name].get(key), list)
+                                                       else [])]
+        assert mine == strip, name
+        assert {k: ours[name].get(k) for k in ("default", "type")} == {k: option.get(k) for k in ("default", "type")}
+
+
+def test_the_local_inventory_uses_it():
+    inventory = yaml.safe_load((Path(__file__).resolve().parents[3] / "inventories/local.docker_containers.yml")
+                               .read_text())
+    assert inventory["connection_type"] == "docker-cli"
+    assert inventory["compose"]["ansible_connection"] == "'tfprov.gpu.docker_exec'"
