@@ -58,7 +58,7 @@ def measure(nodes: int, kind: str, command: list[str], runs_dir: Path) -> dict:
     cpu0, wall0 = converge.controller_cpu_seconds(), time.monotonic()
     proc = converge.tfprov(*command, runs_dir=runs_dir)
     wall, cpu = time.monotonic() - wall0, converge.controller_cpu_seconds() - cpu0
-    new = sorted(set(runs_dir.iterdir()) - before)
+    new = sorted(path for path in set(runs_dir.iterdir()) - before if path.is_dir())  # not the runs' index.html
     run_dir = new[-1] if new else None
     report = json.loads((run_dir / "report.json").read_text()) if run_dir and (run_dir / "report.json").is_file() \
         else {"hosts": {}}
