@@ -97,13 +97,11 @@ def test_options_are_the_stock_plugins_with_the_same_sources():
     ours = yaml.safe_load(docker_exec.DOCUMENTATION)["options"]
     theirs = yaml.safe_load(stock.DOCUMENTATION)["options"]
     assert ours.keys() == theirs.keys()
-    sources = ("vars", "env", "ini", "cli", "keyword", "default", "type")
+    sources = ("vars", "env", "ini", "cli", "keyword")  # lists of where the value may come from
     for name, option in theirs.items():
-        strip = [{k: v for k, v in entry.items() if k != "version_added"} if isinstance(entry, dict) else entry
-                 for key in sources for entry in (option.get(key) if isinstance(option.get(key), list) else [])]
-        mine = [entry for key in sources for entry in (ours[name].get(key) if isinstance(ours[name].get(key), list)
-                                                       else [])]
-        assert mine == strip, name
+        strip = [{k: v for k, v in entry.items() if k != "version_added"} for key in sources
+                 for entry in option.get(key, [])]
+        assert [entry for key in sources for entry in ours[name].get(key, [])] == strip, name
         assert {k: ours[name].get(k) for k in ("default", "type")} == {k: option.get(k) for k in ("default", "type")}
 
 

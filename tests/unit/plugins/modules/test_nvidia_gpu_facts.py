@@ -143,12 +143,13 @@ def test_every_recorded_query_reads_as_its_index_says(entry):
     assert [{key: got[key] for key in gpu} for got, gpu in zip(read, want, strict=True)] == want
 
 
-@pytest.mark.parametrize(("smi_name", "recording_name"), [("nvidia-h100-80gb-hbm3.580-lent", "h100-80gb-hbm3.580-lent"),
-                                                          ("nvidia-h200.580-lent", "h200.580-lent")])
-def test_a_lent_card_replayed_here_gives_the_facts_it_gave_on_the_machine(tmp_path, capsys, smi_name, recording_name):
-    # tests/support/record_gpu_node.py ran the module's gather() on lent machines against the real nvidia-smi.
-    recording = FIXTURES.parent / "gpu-health" / f"{recording_name}.recording.json"
+@pytest.mark.parametrize("recording", sorted((FIXTURES.parent / "gpu-health").glob("*.recording.json")),
+                         ids=lambda path: path.name)
+def test_a_lent_card_replayed_here_gives_the_facts_it_gave_on_the_machine(tmp_path, capsys, recording):
+    # tests/support/record_gpu_node.py ran the module's gather() on lent machines against the real nvidia-smi; the
+    # same machine's nvidia-smi answers are here as nvidia-<recording's name>.
     on_machine = json.loads(recording.read_text())["verdicts"]["facts"]
+    smi_name = "nvidia-" + recording.name.removesuffix(".recording.json")
     smi = fake_smi(tmp_path, FIXTURES / f"{smi_name}.csv.txt", FIXTURES / f"{smi_name}.table.txt")
     assert run(capsys, nvidia_smi=str(smi), sysfs_root=str(tmp_path))["ansible_facts"]["nvidia_gpu"] == on_machine
     assert on_machine["gpus"][0]["compute_capability"] == "9.0" and on_machine["driver_state"] == "loaded"
