@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 LINK := .tfprov/collections/ansible_collections/tfprov/gpu
+# A comma inside a $(call ...) argument.
+, := ,
 # role/scenario pairs; "heavy" scenarios (kernel module builds, the 8 GB toolkit) run only with `make heavy`.
 SCENARIOS := $(patsubst roles/%/molecule.yml,%,$(wildcard roles/*/molecule/*/molecule.yml))
 CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
@@ -143,11 +145,17 @@ LANE_A := cuda/molecule/default nvidia_driver/molecule/default nvidia_driver/mol
   tensorflow_gpu/molecule/conda cudnn/molecule/tarball tensorflow_gpu/molecule/default miniconda/molecule/default \
   cudnn/molecule/default dcgm/molecule/default preflight/molecule/default
 LANE_B := $(filter-out $(LANE_A),$(CI_SCENARIOS))
-# A lane in the background: its lines prefixed with its name; `wait` on its pid gives its status (not a pipeline's:
-# bash forgets pipefail for a background pipeline that ended before the wait).
+# A lane in the background: its lines prefixed with its name and kept in $(LANE_LOGS)/<name>.log; `wait` on its pid
+# gives its status (not a pipeline's: bash forgets pipefail for a background pipeline that ended before the wait).
+LANE_LOGS := .tfprov/lanes
 define run_lane
 	( lane_start=$$(date +%s); $(2) && echo "lane $(1): passed in $$(( $$(date +%s) - lane_start )) s" ) \
-	  > >(sed -u 's/^/[lane $(1)] /') 2>&1
+	  > >(tee $(LANE_LOGS)/$(1).log | sed -u 's/^/[lane $(1)] /') 2>&1
+endef
+# A failed lane's message, then what failed in it (tests/support/lane_failure.py), so that the end of the output,
+# which may be all CI keeps, says why. The second is a pause for the lane's log to be written out.
+define lane_failed
+	{ echo "$(1)"; sleep 1; $(BIN)/python tests/support/lane_failure.py $(LANE_LOGS)/$(2).log --lane $(2); }
 endef
 
 # The two lanes: A bakes the image, runs LANE_A and ends with the cluster scenario; B runs LANE_B, then what $(2)
@@ -155,11 +163,11 @@ endef
 define molecule_lanes
 @missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
   [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
-$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
+mkdir -p $(LANE_LOGS); $(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
 $(call run_lane,B,$(call run_scenarios,$(LANE_B))$(2)) & b=$$!; \
 ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
-[ $$ra = 0 ] || echo "$(1): lane A FAILED (its log lines start with [lane A])"; \
-[ $$rb = 0 ] || echo "$(1): lane B FAILED (its log lines start with [lane B])"; \
+[ $$ra = 0 ] || $(call lane_failed,$(1): lane A FAILED (its log lines start with [lane A]),A); \
+[ $$rb = 0 ] || $(call lane_failed,$(1): lane B FAILED (its log lines start with [lane B]),B); \
 [ $$ra = 0 ] && [ $$rb = 0 ]
 endef
 
@@ -236,14 +244,15 @@ cluster-faults: images baked-image
 # start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
-	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
+	mkdir -p $(LANE_LOGS); $(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
-	  || { echo "make test: images, wheelhouse or serving-image FAILED (lines starting with [lane images])"; exit 1; }; \
+	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED (lines starting with [lane images]),images); \
+	       exit 1; }; \
 	  $(MAKE) --no-print-directory test-lanes ) & m=$$!; \
 	rc=0; wait $$c || rc=$$?; ru=0; wait $$u || ru=$$?; rm=0; wait $$m || rm=$$?; wait; \
-	[ $$rc = 0 ] || echo "make test: lint, build or docs FAILED (lines starting with [lane checks])"; \
-	[ $$ru = 0 ] || echo "make test: the unit tests FAILED (lines starting with [lane unit])"; \
+	[ $$rc = 0 ] || $(call lane_failed,make test: lint$(,) build or docs FAILED (lines starting with [lane checks]),checks); \
+	[ $$ru = 0 ] || $(call lane_failed,make test: the unit tests FAILED (lines starting with [lane unit]),unit); \
 	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$rm = 0 ]
 
 # make test's molecule lanes, which it starts once the images are there (run alone, it assumes they are).
