@@ -23,7 +23,8 @@ E         Extra items in the right set:
 E         'tfprov-itest-1'
 tests/integration/test_gate.py:88: AssertionError
 =========================== short test summary info ============================
-FAILED tests/integration/test_gate.py::test_a_blocking_problem_fails_every_host_with_the_reason - AssertionError: assert set() == {'tfprov-itest-1', 'tfprov-itest-2'}
+FAILED tests/integration/test_gate.py::test_a_blocking_problem_fails_every_host_with_the_reason - AssertionError: a\
+ssert set() == {'tfprov-itest-1', 'tfprov-itest-2'}
 1 failed, 68 passed, 1518 deselected in 2092.79s (0:34:52)
 """
 
