@@ -376,7 +376,7 @@ def cmd_up(args, out: Console) -> int:
     out.print(f"image: {nodes[0].image_ref}", highlight=False)
     if cloud.name != local_cloud.default_name():
         out.print(f"the inventories below list this cloud with {local_cloud.NAME_ENV}={cloud.name}", highlight=False)
-    out.print(f"inventory: {DEFAULT_INVENTORY} (Docker API, as root)", highlight=False)
+    out.print(f"inventory: {DEFAULT_INVENTORY} (docker exec, as root)", highlight=False)
     out.print(f"inventory: {SSH_INVENTORY} (SSH as {local_nodes.ssh.LOGIN_USER}, sudo)", highlight=False)
     return 0
 

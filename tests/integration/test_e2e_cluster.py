@@ -170,7 +170,7 @@ def test_a_member_left_out_by_limit_is_refused_with_one_line(cluster_cloud):
     assert refusal and "remove it from tfprov_worker" in refusal[0], proc.stdout[-3000:]
 
 
-def test_a_worker_stopped_between_runs_is_refused_by_name_until_started(cluster_cloud):
+def test_a_worker_stopped_between_runs_is_refused_by_name_until_started(cluster_cloud, tmp_path):
     # Stopped as a cloud VM is (idle-stop, by hand): the inventory still lists it, with its state. A cluster built
     # without it would be smaller and every later worker's index would shift.
     fault(WORKER_1, "stop")
@@ -183,6 +183,12 @@ def test_a_worker_stopped_between_runs_is_refused_by_name_until_started(cluster_
     assert all(host["changed"] == 0 for host in report["hosts"].values()), report["hosts"]
     refusal = [line for line in proc.stdout.splitlines() if f"worker:0 ({WORKER_1}) is stopped" in line]
     assert refusal and "tfprov up starts stopped nodes" in refusal[0], proc.stdout[-3000:]
-    proc = tfprov("run", "cluster", runs_dir=cluster_cloud)
+    # Started again, it is a member: a job that only names its task (the distributed check itself is tested
+    # above; this saves CI a training run) runs on every task, worker:0 on it.
+    job = tmp_path / "name_my_task.py"
+    job.write_text("import json, os\nprint('task', json.loads(os.environ['TF_CONFIG'])['task'])\n")
+    proc = tfprov("run", "cluster", "--job", str(job), runs_dir=cluster_cloud)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
-    assert sorted(jobs(latest_report(cluster_cloud))) == [CHIEF, WORKER_1, WORKER_2]
+    found = jobs(latest_report(cluster_cloud))
+    assert sorted(found) == [CHIEF, WORKER_1, WORKER_2], found
+    assert "task {'type': 'worker', 'index': 0}" in found[WORKER_1]["log_tail"], found[WORKER_1]
