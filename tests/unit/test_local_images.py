@@ -83,10 +83,15 @@ def test_rootfs_is_prepared_without_sshd_or_shared_host_keys(tmp_path):
     (wants / "ssh.service").symlink_to(unit)
     (wants / "cron.service").symlink_to(unit)
     (rootfs / "etc/systemd/system/sshd.service").symlink_to(unit)
+    timers = rootfs / "etc/systemd/system/timers.target.wants"
+    timers.mkdir()
+    (timers / "apt-daily-upgrade.timer").symlink_to("/lib/systemd/system/apt-daily-upgrade.timer")
     images.prepare_rootfs(rootfs)
     assert sorted(p.name for p in (rootfs / "etc/ssh").iterdir()) == ["sshd_config"]
-    assert sorted(p.name for p in (rootfs / "etc/systemd/system").rglob("*")) == ["cron.service",
-                                                                                  "multi-user.target.wants"]
+    left = sorted(str(p.relative_to(rootfs / "etc/systemd/system")) for p in (rootfs / "etc/systemd/system").rglob("*"))
+    assert left == sorted(["multi-user.target.wants", "multi-user.target.wants/cron.service", "timers.target.wants",
+                           *images.MASKED_TIMERS])
+    assert {str((rootfs / "etc/systemd/system" / timer).readlink()) for timer in images.MASKED_TIMERS} == {"/dev/null"}
     assert unit.is_file() and (rootfs / "etc/hostname").read_text() == "tfprov-node\n"
 
 

@@ -32,11 +32,17 @@ SUITES = ("bookworm", "trixie")
 NODE_PACKAGES = ("python3", "python3-apt", "sudo", "systemd", "systemd-sysv", "ca-certificates", "pciutils",
                  "procps", "openssh-server", "openssh-sftp-server", "iproute2", "nftables")
 # Bump when the steps after debootstrap (prepare_rootfs, the import's changes) change what an image holds.
-BUILD_STEPS = 2
+BUILD_STEPS = 3
 RECIPE_LABEL = "tfprov.recipe"
 # sshd units: off in the image. Each node gets its own port, host key and config at `tfprov up local`; sshd
 # started from the image would listen on port 22 of the host's network with the image's shared keys.
 SSH_UNITS = ("ssh.service", "sshd.service", "ssh.socket")
+# Debian's maintenance timers, masked in the image: they change a node on their own clock (apt-daily-upgrade fires
+# between 06:00 and 07:00, dpkg-db-backup at midnight), so a test of "a second run changes nothing" failed whenever
+# CI ran across that hour (2026-11-27: /var/lib/apt, /var/backups and a timer stamp changed under `fleet drift`).
+# Cloud VMs keep them: the roles wait for the package locks they take (lock_timeout; preflight names the holder).
+MASKED_TIMERS = ("apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer", "e2scrub_all.timer",
+                 "fstrim.timer", "logrotate.timer", "man-db.timer")
 
 
 def recipe_digest(packages: tuple[str, ...] = NODE_PACKAGES, steps: int = BUILD_STEPS) -> str:
@@ -81,13 +87,18 @@ def _build_lock(suite: str) -> Iterator[None]:
 
 
 def prepare_rootfs(rootfs: Path) -> None:
-    """What debootstrap leaves that a node image must not carry: sshd enabled, and host keys every node would share."""
+    """What debootstrap leaves that a node image must not carry: sshd enabled, host keys every node would share, and
+    maintenance timers that would change the node in the middle of a test."""
     (rootfs / "etc/hostname").write_text("tfprov-node\n")
     for key in (rootfs / "etc/ssh").glob("ssh_host_*"):
         key.unlink()
-    for link in (rootfs / "etc/systemd/system").rglob("*"):
-        if link.is_symlink() and link.name in SSH_UNITS:
+    units = rootfs / "etc/systemd/system"
+    for link in units.rglob("*"):
+        if link.is_symlink() and (link.name in SSH_UNITS or link.name in MASKED_TIMERS):
             link.unlink()
+    units.mkdir(parents=True, exist_ok=True)
+    for timer in MASKED_TIMERS:  # masked, not only disabled: a package upgrade re-enables a disabled unit
+        (units / timer).symlink_to("/dev/null")
 
 
 def import_rootfs(rootfs: Path, name: str, digest: str, log: Path) -> str:
