@@ -153,7 +153,7 @@ define run_lane
 	  > >(tee $(LANE_LOGS)/$(1).log | sed -u 's/^/[lane $(1)] /') 2>&1
 endef
 # A failed lane's message, then what failed in it (tests/support/lane_failure.py), so that the end of the output,
-# which may be all CI keeps, says why. The second is a pause for the lane's log to be written out.
+# which may be all CI keeps, says why. The sleep lets the lane's tee finish writing its log.
 define lane_failed
 	{ echo "$(1)"; sleep 1; $(BIN)/python tests/support/lane_failure.py $(LANE_LOGS)/$(2).log --lane $(2); }
 endef
@@ -247,11 +247,12 @@ test: venv $(VENV)/.docs-extra
 	mkdir -p $(LANE_LOGS); $(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
-	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED (lines starting with [lane images]),images); \
-	       exit 1; }; \
+	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED \
+	         (lines starting with [lane images]),images); exit 1; }; \
 	  $(MAKE) --no-print-directory test-lanes ) & m=$$!; \
 	rc=0; wait $$c || rc=$$?; ru=0; wait $$u || ru=$$?; rm=0; wait $$m || rm=$$?; wait; \
-	[ $$rc = 0 ] || $(call lane_failed,make test: lint$(,) build or docs FAILED (lines starting with [lane checks]),checks); \
+	[ $$rc = 0 ] || $(call lane_failed,make test: lint$(,) build or docs FAILED \
+	                 (lines starting with [lane checks]),checks); \
 	[ $$ru = 0 ] || $(call lane_failed,make test: the unit tests FAILED (lines starting with [lane unit]),unit); \
 	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$rm = 0 ]
 
