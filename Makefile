@@ -150,12 +150,12 @@ LANE_B := $(filter-out $(LANE_A),$(CI_SCENARIOS))
 LANE_LOGS := .tfprov/lanes
 define run_lane
 	( lane_start=$$(date +%s); $(2) && echo "lane $(1): passed in $$(( $$(date +%s) - lane_start )) s" ) \
-	  > >(tee $(LANE_LOGS)/$(1).log | sed -u 's/^/[lane $(1)] /') 2>&1
+	  > >(mkdir -p $(LANE_LOGS) && tee $(LANE_LOGS)/$(1).log | sed -u 's/^/[lane $(1)] /') 2>&1
 endef
 # A failed lane's message, then what failed in it (tests/support/lane_failure.py), so that the end of the output,
 # which may be all CI keeps, says why. The sleep lets the lane's tee finish writing its log.
 define lane_failed
-	{ echo "$(1)"; sleep 1; $(BIN)/python tests/support/lane_failure.py $(LANE_LOGS)/$(2).log --lane $(2); }
+	{ echo "$(1)"; sleep 1; $(BIN)/python tests/support/lane_failure.py $(LANE_LOGS)/$(2).log; }
 endef
 
 # The two lanes: A bakes the image, runs LANE_A and ends with the cluster scenario; B runs LANE_B, then what $(2)
@@ -163,7 +163,7 @@ endef
 define molecule_lanes
 @missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
   [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
-mkdir -p $(LANE_LOGS); $(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
+$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
 $(call run_lane,B,$(call run_scenarios,$(LANE_B))$(2)) & b=$$!; \
 ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
 [ $$ra = 0 ] || $(call lane_failed,$(1): lane A FAILED (its log lines start with [lane A]),A); \
@@ -244,7 +244,7 @@ cluster-faults: images baked-image
 # start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
-	mkdir -p $(LANE_LOGS); $(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
+	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
 	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED \

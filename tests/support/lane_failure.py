@@ -21,7 +21,7 @@ FAILED_HOST = re.compile(r"^(fatal|failed): \[")
 # Molecule's own failure lines (its "glob failed" line for a collection-level scenario is only a warning).
 MOLECULE_GAVE_UP = re.compile(r"^CRITICAL (?!.*glob failed)|Executed: Failed")
 IDEMPOTENCE_CHANGED = re.compile(r"^\* \[")
-OURS = re.compile(r"^molecule \S+: FAILED after|FAILED after \d+ s")
+OURS = re.compile(r"FAILED after \d+ s")  # the Makefile's line for a failed scenario
 PYTEST_SUMMARY = re.compile(r"^=+ short test summary info =+$")
 PYTEST_RESULT = re.compile(r"^(FAILED|ERROR) \S")
 MAX_WIDTH = 240
@@ -76,10 +76,9 @@ def excerpt(text: str, tail: int = 25) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("log", type=Path)
-    parser.add_argument("--lane", default=None, help="the lane's name, for the heading")
+    parser.add_argument("log", type=Path, help="the lane's log, named after the lane")
     args = parser.parse_args()
-    name = args.lane or args.log.stem
+    name = args.log.stem
     try:
         text = args.log.read_text(errors="replace")
     except OSError as err:
