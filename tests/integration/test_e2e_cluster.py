@@ -111,20 +111,6 @@ def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     # A second run changing nothing is molecule/cluster's idempotence step (same playbook, fewer minutes in CI).
 
 
-def test_a_users_own_script_runs_on_every_worker_through_job(cluster_cloud, tmp_path):
-    script = tmp_path / "my_training.py"
-    script.write_text(USER_JOB)
-    proc = tfprov("run", "cluster", "--job", str(script), runs_dir=cluster_cloud)
-    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
-    found = jobs(latest_report(cluster_cloud))
-    assert sorted(found) == [CHIEF, WORKER_1, WORKER_2], found
-    lines = {host: next(line for line in reversed(job["log_tail"]) if line.startswith("USER-JOB")) for host, job in
-             found.items()}
-    assert lines[CHIEF].startswith("USER-JOB chief:0") and lines[WORKER_2].startswith("USER-JOB worker:1"), lines
-    assert len({line.split("weights ")[1] for line in lines.values()}) == 1, lines  # identical weights everywhere
-    assert all(job["report"] is None for job in found.values())  # not the built-in check
-
-
 @pytest.mark.slow_integration  # a cluster run; the page's order is also checked on this run's recorded report
 def test_a_failed_task_is_at_the_top_of_the_runs_page(cluster_cloud, tmp_path):
     script = tmp_path / "fails_on_one_worker.py"
@@ -170,7 +156,7 @@ def test_a_member_left_out_by_limit_is_refused_with_one_line(cluster_cloud):
     assert refusal and "remove it from tfprov_worker" in refusal[0], proc.stdout[-3000:]
 
 
-def test_a_worker_stopped_between_runs_is_refused_by_name_until_started(cluster_cloud, tmp_path):
+def test_a_worker_stopped_between_runs_is_refused_until_started_then_runs_a_users_own_script(cluster_cloud, tmp_path):
     # Stopped as a cloud VM is (idle-stop, by hand): the inventory still lists it, with its state. A cluster built
     # without it would be smaller and every later worker's index would shift.
     fault(WORKER_1, "stop")
@@ -183,12 +169,17 @@ def test_a_worker_stopped_between_runs_is_refused_by_name_until_started(cluster_
     assert all(host["changed"] == 0 for host in report["hosts"].values()), report["hosts"]
     refusal = [line for line in proc.stdout.splitlines() if f"worker:0 ({WORKER_1}) is stopped" in line]
     assert refusal and "tfprov up starts stopped nodes" in refusal[0], proc.stdout[-3000:]
-    # Started again, it is a member: a job that only names its task (the distributed check itself is tested
-    # above; this saves CI a training run) runs on every task, worker:0 on it.
-    job = tmp_path / "name_my_task.py"
-    job.write_text("import json, os\nprint('task', json.loads(os.environ['TF_CONFIG'])['task'])\n")
-    proc = tfprov("run", "cluster", "--job", str(job), runs_dir=cluster_cloud)
+    # Started again, it is a member: a user's own script (--job) runs on every task, worker:0 on it. One run proves
+    # both (a cluster run is minutes of CI).
+    script = tmp_path / "my_training.py"
+    script.write_text(USER_JOB)
+    proc = tfprov("run", "cluster", "--job", str(script), runs_dir=cluster_cloud)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
     found = jobs(latest_report(cluster_cloud))
     assert sorted(found) == [CHIEF, WORKER_1, WORKER_2], found
-    assert "task {'type': 'worker', 'index': 0}" in found[WORKER_1]["log_tail"], found[WORKER_1]
+    lines = {host: next(line for line in reversed(job["log_tail"]) if line.startswith("USER-JOB")) for host, job in
+             found.items()}
+    tasks = {host: line.split()[1] for host, line in lines.items()}
+    assert tasks == {CHIEF: "chief:0", WORKER_1: "worker:0", WORKER_2: "worker:1"}, lines
+    assert len({line.split("weights ")[1] for line in lines.values()}) == 1, lines  # identical weights everywhere
+    assert all(job["report"] is None for job in found.values())  # not the built-in check
