@@ -7,6 +7,10 @@ that hosts named by instance id never merge), then times `ansible-inventory --li
 and again from the cache (cached). The cache lives in a temporary working directory, not the checkout's.
 Targets: cold <= 5 s, cached <= 1 s.
 
+`--list` also computes every host's variables and prints them all as JSON, which no run does. So the cached
+inventory is timed a second way, as a run loads it: `ansible-playbook` of a play with no task (its hosts
+localhost, so nothing runs), against the same empty play with `-i localhost,` (ansible-core's own floor).
+
     .venv/bin/python bench/inventory_scale.py --instances 1000 --repeat 3
 """
 
@@ -78,6 +82,24 @@ def list_inventory(workdir: Path, env: dict, inventory: Path = INVENTORY) -> tup
     return seconds, children_cpu() - cpu, json.loads(proc.stdout)
 
 
+# A run that loads the inventory and runs nothing: no host is contacted, no host's variables are computed.
+EMPTY_PLAY = "- hosts: localhost\n  gather_facts: false\n  tasks: []\n"
+
+
+def load_in_a_run(workdir: Path, env: dict, inventory: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of ansible-playbook loading the inventory for an empty play."""
+    play = workdir / "empty_play.yml"
+    play.write_text(EMPTY_PLAY)
+    cpu = children_cpu()
+    started = time.monotonic()
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory, str(play)],
+                          cwd=workdir, env=env, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if proc.returncode:
+        raise SystemExit(f"ansible-playbook failed: {proc.stdout[-800:]}{proc.stderr[-800:]}")
+    return seconds, children_cpu() - cpu
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", type=int, default=1000)
@@ -93,7 +115,7 @@ def main() -> int:
     try:
         create_seconds = run_instances(args.instances)
         inventory = inventory_file(workdir, args.raw_hostvars.split(",") if args.raw_hostvars else None)
-        cold, cached, cold_cpu, cached_cpu = [], [], [], []
+        cold, cached, cold_cpu, cached_cpu, run_load, run_floor = [], [], [], [], [], []
         for _ in range(args.repeat):
             shutil.rmtree(workdir / ".tfprov", ignore_errors=True)
             seconds, cpu, listing = list_inventory(workdir, env, inventory)
@@ -102,6 +124,8 @@ def main() -> int:
             seconds, cpu, cached_listing = list_inventory(workdir, env, inventory)
             cached.append(seconds)
             cached_cpu.append(cpu)
+            run_load.append(load_in_a_run(workdir, env, str(inventory)))  # from the cache the listing left
+            run_floor.append(load_in_a_run(workdir, env, "localhost,"))
         hosts = listing["_meta"]["hostvars"]
         result = {
             "instances": args.instances, "hosts_listed": len(hosts), "cached_hosts_listed":
@@ -114,6 +138,11 @@ def main() -> int:
             "cold_best": round(min(cold), 2), "cached_best": round(min(cached), 2),
             "cold_cpu_seconds": [round(s, 2) for s in cold_cpu],
             "cached_cpu_seconds": [round(s, 2) for s in cached_cpu],
+            "cached_run_load_seconds": [round(s, 2) for s, _ in run_load],
+            "cached_run_load_cpu_seconds": [round(c, 2) for _, c in run_load],
+            "run_floor_seconds": [round(s, 2) for s, _ in run_floor],
+            "cached_run_load_best": round(min(s for s, _ in run_load), 2),
+            "run_floor_best": round(min(s for s, _ in run_floor), 2),
             "targets": {"cold_seconds": 5, "cached_seconds": 1},
             "raw_hostvars": args.raw_hostvars or "all", "listing_bytes": len(json.dumps(listing)),
             "cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2),
