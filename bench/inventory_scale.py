@@ -70,16 +70,23 @@ def inventory_file(workdir: Path, raw_hostvars: list[str] | None) -> Path:
     return copy
 
 
-def list_inventory(workdir: Path, env: dict, inventory: Path = INVENTORY) -> tuple[float, float, dict]:
-    """(wall seconds, CPU seconds, the listing): CPU time does not grow with the machine's load, wall time does."""
+def timed(argv: list[str], workdir: Path, env: dict) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, stdout) of one ansible command: CPU time does not grow with the machine's load,
+    wall time does."""
     cpu = children_cpu()
     started = time.monotonic()
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(inventory), "--list"],
-                          cwd=workdir, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run([str(Path(sys.executable).parent / argv[0]), *argv[1:]], cwd=workdir, env=env,
+                          capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     if proc.returncode:
-        raise SystemExit(f"ansible-inventory failed: {proc.stderr[-800:]}")
-    return seconds, children_cpu() - cpu, json.loads(proc.stdout)
+        raise SystemExit(f"{argv[0]} failed: {proc.stdout[-800:]}{proc.stderr[-800:]}")
+    return seconds, children_cpu() - cpu, proc.stdout
+
+
+def list_inventory(workdir: Path, env: dict, inventory: Path = INVENTORY) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds, the listing)."""
+    seconds, cpu, out = timed(["ansible-inventory", "-i", str(inventory), "--list"], workdir, env)
+    return seconds, cpu, json.loads(out)
 
 
 # A run that loads the inventory and runs nothing: no host is contacted, no host's variables are computed.
@@ -89,15 +96,10 @@ EMPTY_PLAY = "- hosts: localhost\n  gather_facts: false\n  tasks: []\n"
 def load_in_a_run(workdir: Path, env: dict, inventory: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of ansible-playbook loading the inventory for an empty play."""
     play = workdir / "empty_play.yml"
-    play.write_text(EMPTY_PLAY)
-    cpu = children_cpu()
-    started = time.monotonic()
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory, str(play)],
-                          cwd=workdir, env=env, capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - started
-    if proc.returncode:
-        raise SystemExit(f"ansible-playbook failed: {proc.stdout[-800:]}{proc.stderr[-800:]}")
-    return seconds, children_cpu() - cpu
+    if not play.exists():
+        play.write_text(EMPTY_PLAY)
+    seconds, cpu, _ = timed(["ansible-playbook", "-i", inventory, str(play)], workdir, env)
+    return seconds, cpu
 
 
 def main() -> int:
