@@ -262,6 +262,16 @@ def tfprov_vars(host_vars):
     }, ["tfprov_nodes"] + (["tfprov_" + tags["tfprov:role"]] if tags.get("tfprov:role") else []) + gpu["groups"]
 
 
+LISTED_GROUP = "aws_ec2"  # amazon.aws.aws_ec2 puts every host it lists in this group
+
+
+def _members(inventory, group):
+    """The names of a group's hosts, in the inventory's order; none when the group does not exist."""
+    found = inventory.groups.get(group)
+    names = {host.name for host in found.hosts} if found else set()
+    return [name for name in inventory.hosts if name in names]
+
+
 FINISHED_FORMAT = 1  # bump when what the finished inventory holds changes: older entries are then ignored
 
 
@@ -280,7 +290,7 @@ class InventoryModule(AwsEc2InventoryModule):
     def parse(self, inventory, loader, path, cache=True):
         """From the finished inventory in the cache when it is there (no API call, none of amazon.aws's per-host
         work); else amazon.aws.aws_ec2's own parse, untouched (API calls, cache, hostnames, compose, groups), then
-        tfprov's vars and groups on the hosts it added, and the raw vars trimmed to raw_hostvars. Only the plugin's
+        tfprov's vars and groups on the hosts it listed, and the raw vars trimmed to raw_hostvars. Only the plugin's
         public entry point is used, so an amazon.aws release that changes its internals cannot silently break the
         group contract."""
         key = self._finished_key(inventory, loader, path)
@@ -291,20 +301,23 @@ class InventoryModule(AwsEc2InventoryModule):
             except KeyError:  # none yet, or expired with amazon.aws's own entry (cache_timeout)
                 finished = None
             finished = _from_text(finished)
-            if finished.get("format") == FINISHED_FORMAT:
+            # A host another source listed first is left to the full parse: its vars are not this source's alone.
+            if finished.get("format") == FINISHED_FORMAT and not set(finished["hosts"]) & set(inventory.hosts):
                 self._load_finished(inventory, finished)
                 return
         # Was amazon.aws's own entry still fresh? Then the finished one is not written from it: its age would
         # restart, and the listing could outlive cache_timeout.
         raw_cached = use_cache and self.get_cache_key(path) in self._cache
-        before_hosts, before_groups = set(inventory.hosts), set(inventory.groups)
+        before_vars = {name: set(host.vars) for name, host in inventory.hosts.items()}
+        before_groups = set(inventory.groups)
+        listed_before = set(_members(inventory, LISTED_GROUP))
         super().parse(inventory, loader, path, cache=cache)
-        added = [name for name in inventory.hosts if name not in before_hosts]
-        self._add_tfprov(inventory, added)
-        if key and not raw_cached:
+        listed = [name for name in _members(inventory, LISTED_GROUP) if name not in listed_before]
+        self._add_tfprov(inventory, listed, before_vars)
+        if key and not raw_cached and not any(name in before_vars for name in listed):
             # As one JSON text: stored as Ansible's values, each string would carry its data tags, and decoding
             # 27,000 of them took 10 s for 1,000 hosts. Read back, plain strings are data, never templates.
-            self._cache[key] = json.dumps(self._finished(inventory, added, before_groups), default=str)
+            self._cache[key] = json.dumps(self._finished(inventory, listed, before_groups), default=str)
 
     def _finished_key(self, inventory, loader, path):
         """The cache key of the finished inventory, None when caching is off. It carries a digest of the
@@ -318,17 +331,20 @@ class InventoryModule(AwsEc2InventoryModule):
         digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
         return f"{self.get_cache_key(path)}_tfprov_{digest}"
 
-    def _add_tfprov(self, inventory, added):
+    def _add_tfprov(self, inventory, listed, before_vars):
+        """tfprov's vars and groups on each host this source listed, the raw vars trimmed to raw_hostvars (a host
+        another source listed first keeps the vars it had from there)."""
         kept = set(self.get_option("raw_hostvars") or ())
         composed = set(self.get_option("compose") or {})
         prefix, suffix = self.get_option("hostvars_prefix") or "", self.get_option("hostvars_suffix") or ""
-        for name in added:
+        for name in listed:
             host = inventory.get_host(name)
             raw = {key[len(prefix):len(key) - len(suffix)]: value for key, value in host.vars.items()
                    if key.startswith(prefix) and key.endswith(suffix)}
             found = tfprov_vars(raw)
             if kept:
-                for key in [key for key in host.vars if key not in kept and key not in composed]:
+                other = before_vars.get(name, ())
+                for key in [key for key in host.vars if key not in kept and key not in composed and key not in other]:
                     del host.vars[key]
             if found is None:
                 continue
@@ -340,9 +356,9 @@ class InventoryModule(AwsEc2InventoryModule):
                 inventory.add_child(group_name, name)
 
     @staticmethod
-    def _finished(inventory, added, before_groups):
+    def _finished(inventory, listed, before_groups):
         """What this source added: each host's vars, and each group's hosts, child groups and vars from it."""
-        hosts = set(added)
+        hosts = set(listed)
         groups = {}
         for name, group in inventory.groups.items():
             if name in ("all", "ungrouped"):  # every host is in all; ungrouped is worked out afterwards
@@ -352,15 +368,19 @@ class InventoryModule(AwsEc2InventoryModule):
             children = [child.name for child in group.child_groups if child.name not in before_groups]
             if new or members or children:
                 groups[name] = {"hosts": members, "children": children, "vars": dict(group.vars) if new else {}}
-        return {"format": FINISHED_FORMAT, "hosts": {name: dict(inventory.get_host(name).vars) for name in added},
+        return {"format": FINISHED_FORMAT, "hosts": {name: dict(inventory.get_host(name).vars) for name in listed},
                 "groups": groups}
 
     @staticmethod
     def _load_finished(inventory, finished):
+        # ansible-core 2.19 hands a plugin a proxy whose set_variable walks each value to tag its origin and trust:
+        # 24,000 walks for 1,000 hosts, most of the inventory's time in a run. The cached values are JSON's plain
+        # types and must stay untrusted (data, never templates), which they are untagged; and every host is new to
+        # the inventory here (parse checked), so nothing is there to merge with: each host takes its vars whole.
+        plain = getattr(inventory, "__wrapped__", inventory)
         for name, variables in finished["hosts"].items():
             inventory.add_host(name)
-            for key, value in variables.items():
-                inventory.set_variable(name, key, value)
+            plain.get_host(name).vars.update(variables)
         for name, group in finished["groups"].items():
             inventory.add_group(name)
             for key, value in group["vars"].items():

@@ -36,10 +36,12 @@ def workdir(tmp_path, ec2):
     ec2.terminate_instances(InstanceIds=started)  # the other cloud tests count tfprov's instances and GPU vCPUs
 
 
-def listing(workdir, *extra):
-    proc = subprocess.run([ANSIBLE_INVENTORY, "-i", "aws.aws_ec2.yml", "--list", *extra], cwd=workdir,
+def listing(workdir, *extra, before=(), env=None):
+    """ansible-inventory --list of the workdir's inventory file, after the sources named in before."""
+    sources = [arg for source in (*before, "aws.aws_ec2.yml") for arg in ("-i", source)]
+    proc = subprocess.run([ANSIBLE_INVENTORY, *sources, "--list", *extra], cwd=workdir,
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")})
+                          env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **(env or {})})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -86,3 +88,19 @@ def test_an_edited_inventory_file_is_not_answered_from_the_old_listing(workdir):
     (workdir / "aws.aws_ec2.yml").write_text(yaml.safe_dump({**config, "compose": {"my_type": "instance_type"}}))
     hosts = listing(workdir)["_meta"]["hostvars"]
     assert all("my_type" in host for host in hosts.values())
+
+
+def test_a_host_another_source_lists_first_gets_its_vars_merged_the_same_from_the_cache(workdir):
+    # Under hash_behaviour=merge a dict listed by two sources is merged key by key: the finished inventory must
+    # merge it as the uncached parse did, not replace the other source's value.
+    name = sorted(listing(workdir)["_meta"]["hostvars"])[0]
+    (workdir / "static.yml").write_text(yaml.safe_dump({"all": {"hosts": {name: {
+        "owner": "ml-team", "tags": {"team": "vision"}}}}}))
+    merge = {"ANSIBLE_HASH_BEHAVIOUR": "merge"}
+    first = listing(workdir, "--flush-cache", before=["static.yml"], env=merge)
+    cached = listing(workdir, before=["static.yml"], env=merge)
+    assert cached == first
+    host = cached["_meta"]["hostvars"][name]
+    assert host["owner"] == "ml-team" and host["tfprov_node_role"] in ("chief", {"__ansible_unsafe": "chief"})
+    assert host["tags"]["team"] == "vision" and "tfprov:role" in host["tags"], host["tags"]
+    assert name in cached["tfprov_chief"]["hosts"]
