@@ -266,10 +266,9 @@ LISTED_GROUP = "aws_ec2"  # amazon.aws.aws_ec2 puts every host it lists in this 
 
 
 def _members(inventory, group):
-    """The names of a group's hosts, in the inventory's order; none when the group does not exist."""
+    """The names of a group's hosts; none when the group does not exist."""
     found = inventory.groups.get(group)
-    names = {host.name for host in found.hosts} if found else set()
-    return [name for name in inventory.hosts if name in names]
+    return {host.name for host in found.hosts} if found else set()
 
 
 FINISHED_FORMAT = 1  # bump when what the finished inventory holds changes: older entries are then ignored
@@ -310,9 +309,12 @@ class InventoryModule(AwsEc2InventoryModule):
         raw_cached = use_cache and self.get_cache_key(path) in self._cache
         before_vars = {name: set(host.vars) for name, host in inventory.hosts.items()}
         before_groups = set(inventory.groups)
-        listed_before = set(_members(inventory, LISTED_GROUP))
+        listed_before = _members(inventory, LISTED_GROUP)
         super().parse(inventory, loader, path, cache=cache)
-        listed = [name for name in _members(inventory, LISTED_GROUP) if name not in listed_before]
+        # The hosts new to the inventory, and those another source listed first that amazon.aws put in its group
+        # too (were that group ever renamed, only the new hosts: the contract on them does not rest on it).
+        listed_now = _members(inventory, LISTED_GROUP) - listed_before
+        listed = [name for name in inventory.hosts if name not in before_vars or name in listed_now]
         self._add_tfprov(inventory, listed, before_vars)
         if key and not raw_cached and not any(name in before_vars for name in listed):
             # As one JSON text: stored as Ansible's values, each string would carry its data tags, and decoding

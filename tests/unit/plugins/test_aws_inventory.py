@@ -69,20 +69,22 @@ def test_the_documentation_parses_and_raw_hostvars_defaults_to_all():
     assert options["raw_hostvars"]["default"] == [] and options["hostvars_prefix"]["type"] == "str"
 
 
-def _parsed(monkeypatch, listed, **options):
-    """Our parse over what the stock parse would have added (listed: host name -> its host vars), beside a host
-    of another inventory source."""
+def _parsed(monkeypatch, listed, group="aws_ec2", **options):
+    """Our parse over what the stock parse would have added (listed: host name -> its host vars, each in group),
+    beside a host of another inventory source, local-node."""
     from ansible.inventory.data import InventoryData
     from ansible_collections.amazon.aws.plugins.inventory.aws_ec2 import InventoryModule as Stock
 
     inventory = InventoryData()
     inventory.add_host("local-node")
     inventory.set_variable("local-node", "tags", {"tfprov:cluster": "other"})
+    inventory.set_variable("local-node", "owner", "ml-team")
 
     def stock_parse(self, inventory, loader, path, cache=True):
         self.inventory = inventory
+        inventory.add_group(group)
         for name, variables in listed.items():
-            inventory.add_host(name)
+            inventory.add_host(name, group=group)
             for key, value in variables.items():
                 inventory.set_variable(name, key, value)
 
@@ -114,3 +116,15 @@ def test_parse_reads_raw_vars_under_a_prefix_and_suffix_and_keeps_composed_ones(
     found = inventory.get_host("n_i-1").vars
     assert found["tfprov_node_role"] == "worker" and found["tfprov_zone"] == "us-east-1b"
     assert set(found) - {k for k in found if k.startswith("tfprov_")} == {"ec2_placement_x", "mine", "ansible_host"}
+
+
+def test_a_host_another_source_listed_first_gets_the_contract_and_keeps_that_sources_vars(monkeypatch):
+    inventory = _parsed(monkeypatch, {"local-node": host()}, raw_hostvars=["instance_type"])
+    found = inventory.get_host("local-node").vars
+    assert found["tfprov_node_role"] == "worker" and found["owner"] == "ml-team" and "tags" in found
+    assert "local-node" in [h.name for h in inventory.groups["tfprov_worker"].get_hosts()]
+
+
+def test_were_amazon_aws_group_renamed_its_new_hosts_would_still_get_the_contract(monkeypatch):
+    inventory = _parsed(monkeypatch, {"demo-worker-0_i-1": host()}, group="ec2_hosts")
+    assert inventory.get_host("demo-worker-0_i-1").vars["tfprov_node_role"] == "worker"
