@@ -54,3 +54,29 @@ def test_eight_nodes_asking_at_once_get_the_cached_file_from_one_download(tmp_pa
     assert len(answers) == 8 and len(set(answers)) == 1 and not answers[0].startswith("https://")  # no redirect
     assert open(answers[0], "rb").read() == BODY
     assert files.get(URL) == answers[0] and upstream.gets == 1  # later asks: the cache, no download
+
+
+class FastUpstream(SlowUpstream):
+    """A small file (a few KB): its download can end before the thread that runs it is recorded."""
+
+    def get(self, url, stream=False):
+        with self.lock:
+            self.gets += 1
+        return type("Response", (), {"status_code": 200, "iter_content": lambda self, chunk_size: iter([BODY])})()
+
+
+def test_a_file_downloaded_before_its_thread_is_recorded_is_served_from_the_cache(tmp_path, monkeypatch):
+    """Seen in the node test: termcolor's wheel was fetched, then its finished thread overwrote the cached entry and
+    proxpi sent pip to PyPI for it. Here the download always ends before start() returns."""
+    upstream = FastUpstream()
+    files = _cache._FileCache(10 * 2**20, str(tmp_path), download_timeout=60, session=upstream)
+    start = _cache.Thread.start
+
+    def start_and_finish(thread):
+        start(thread)
+        thread.join()
+
+    monkeypatch.setattr(_cache.Thread, "start", start_and_finish)
+    answer = files.get(URL)
+    assert not answer.startswith("https://") and open(answer, "rb").read() == BODY  # no redirect to PyPI
+    assert files.get(URL) == answer and upstream.gets == 1

@@ -5,7 +5,7 @@ that moment joins a thread that has not started, proxpi logs "cannot join thread
 that node to PyPI itself: the file is fetched from outside twice (seen in bench/fleet_download.py on 2 nodes).
 Two nodes that ask at the same instant can also both find no entry and both start a download. Here the first
 asker starts the download and records it under one lock; every other asker finds the running thread and waits for
-it, as proxpi intends.
+it, as proxpi intends (a download that ends before its thread is recorded stays cached: small wheels do).
 
     python -m tfprov.local.pip_cache_server HOST PORT   (proxpi's settings from its PROXPI_* environment)
 """
@@ -32,7 +32,9 @@ def _start_download_once(self, url: str) -> None:
         path = os.path.join(self.cache_dir, *_cache._split_path(key, posixpath.split))
         thread = _cache.Thread(target=self._download_file, args=(url, path))
         thread.start()
-        self._files[key] = thread
+        # Unless it already ended: a small file can be downloaded and recorded as cached before this line, and
+        # recording the finished thread over it would send every asker to PyPI for that file.
+        self._files.setdefault(key, thread)
     with self._evict_lock:
         self._evict_lfu(url)
 
