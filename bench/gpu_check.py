@@ -8,17 +8,21 @@ yardstick for TensorFlow's CPU number. With --require-gpu, exits 3 when TensorFl
 
 With --quick (the check that ends `tfprov run node`): one small float32 matmul per device, compared with
 NumPy's, in a few seconds; a device that fails or computes wrong is a problem (exit 3). No sweep, no NumPy timing.
+Either way the JSON carries the digest of the environment it ran in (every installed distribution and its version,
+as the tensorflow_gpu role's requirements_met.py prints it): the role reuses a passing check while that is unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import statistics
 import sys
 import time
+from importlib import metadata
 
 FLOAT_PEAK_KEYS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 # --quick: the largest relative difference from NumPy a device may show (TF32 on Ampere and later: about 1e-3).
@@ -132,7 +136,15 @@ def quick_rows(tf, devices: list[dict], n: int) -> tuple[list[dict], list[str]]:
     return rows, problems
 
 
+def environment_digest() -> str:
+    """sha256 of every installed distribution's name==version, sorted (the same digest as requirements_met.py's)."""
+    held = sorted({f"{dist.metadata['Name']}=={dist.version}" for dist in metadata.distributions()
+                   if dist.metadata["Name"]})
+    return hashlib.sha256("\n".join(held).encode()).hexdigest()
+
+
 def run(args) -> dict:
+    digest = environment_digest()  # the environment as installed, read as requirements_met.py reads it
     import tensorflow as tf
 
     # One op at a time: a single matmul gains nothing from inter-op threads, and on a small CPU they compete with
@@ -150,6 +162,7 @@ def run(args) -> dict:
     report = {
         "host": args.host or platform.node(),
         "mode": "quick" if args.quick else "sweep",
+        "environment_digest": digest,
         "settings": {"sizes": [args.quick_size] if args.quick else args.sizes, "repeats": args.repeats,
                      "warmup": args.warmup, "inter_op_threads": args.inter_op_threads, "cpus": os.cpu_count()},
         "tensorflow": {"version": tf.__version__, "built_with_cuda": tf.test.is_built_with_cuda(),

@@ -21,6 +21,11 @@ def checks(report: dict) -> dict[str, dict]:
             if "gpu_check" in (data.get("data") or {})}
 
 
+def reused_note(check: dict) -> str:
+    """A check the tensorflow_gpu role reused (nothing it depends on changed since) says when it ran."""
+    return f" (checked {check['reused_from']})" if check.get("reused_from") else ""
+
+
 def check_table(found: dict[str, dict]) -> Table:
     """One row per device: what TensorFlow ran there, how fast, and how close to NumPy's product."""
     out = Table(title="GPU check: one matmul per device TensorFlow sees (the full sweep: tfprov bench)",
@@ -33,7 +38,8 @@ def check_table(found: dict[str, dict]) -> Table:
             measured = f"{row['gflops']:.1f}" if "gflops" in row else "-"
             error = f"{row['relative_error']:.1e}" if "relative_error" in row else "-"
             result = "[green]ok[/green]" if row.get("ok") else f"[red]{row.get('error', 'wrong')}[/red]"
-            out.add_row(host, version, f"{row['device']} {row['name']}", str(row["n"]), measured, error, result)
+            out.add_row(host, version, f"{row['device']} {row['name']}", str(row["n"]), measured, error,
+                        result + reused_note(check))
         for problem in check.get("problems", []):
             out.add_row(host, version, f"[red]{problem}[/red]", "", "", "", "")
     return out

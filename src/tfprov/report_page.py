@@ -279,7 +279,8 @@ def _gpu_check_section(report: dict) -> str:
     for host, check in sorted(found.items()):
         version = (check.get("tensorflow") or {}).get("version", "?")
         for row in check.get("results") or []:
-            result = '<span class="good">ok</span>' if row.get("ok") else _status_bad(row.get("error", "wrong"))
+            result = ('<span class="good">ok</span>' + _e(bench.reused_note(check)) if row.get("ok")
+                      else _status_bad(row.get("error", "wrong")))
             rows.append([_e(host), _e(version), _e(f"{row.get('device')} {row.get('name', '')}"), _e(row.get("n")),
                          number(row.get("gflops")), result])
         for problem in check.get("problems") or []:

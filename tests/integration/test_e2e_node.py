@@ -2,8 +2,8 @@
 the jump as the sudo user `debian` (the plays become root where they change the node), with pipelining. TensorFlow
 from PyPI through the gateway's pip cache (the node has no other way out; apt goes through the gateway's proxy, with
 the host's CA bundle) and the quick check that
-ends the run; a second run changes nothing; then `tfprov bench`: the bench
-table, JSON and PNG."""
+ends the run; a second run changes nothing and reuses that check; a package added to the environment brings the
+check back; then `tfprov bench`: the bench table, JSON and PNG."""
 
 import json
 import os
@@ -68,7 +68,27 @@ def test_a_second_run_changes_nothing(node):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     host = latest_report(node)["hosts"]["tfprov-itest-1"]
     assert host["changed"] == 0, host
+    # Nothing the quick check depends on changed: the first run's passing check stands, TensorFlow not imported.
+    first = json.loads(sorted(Path(node).glob("*/report.json"))[-2].read_text())["hosts"]["tfprov-itest-1"]
+    check = host["data"]["gpu_check"]
+    assert check["reused_from"] and check["results"] == first["data"]["gpu_check"]["results"], check
     print(f"\nsecond run node over SSH: {seconds:.0f} s, changed={host['changed']}")
+
+
+def test_a_package_added_to_the_environment_brings_the_check_back(node):
+    site = subprocess.run(["docker", "exec", "tfprov-itest-1", "/opt/tfprov/envs/tf/bin/python", "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    info = f"{site}/tfprov_itest_marker-1.0.dist-info"  # what a user's `pip install` leaves
+    subprocess.run(["docker", "exec", "tfprov-itest-1", "sh", "-c", f"mkdir -p {info} && printf 'Metadata-Version: "
+                    f"2.1\\nName: tfprov-itest-marker\\nVersion: 1.0\\n' > {info}/METADATA"], check=True)
+    try:
+        proc, _ = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
+    finally:
+        subprocess.run(["docker", "exec", "tfprov-itest-1", "rm", "-r", info], check=True)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
+    assert "reused_from" not in check and check["problems"] == [], check
 
 
 def test_bench_writes_the_table_json_and_png(node):

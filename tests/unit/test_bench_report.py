@@ -81,3 +81,12 @@ def test_check_table_has_a_row_per_device_and_the_problems():
     [gpu] = [[cell.strip() for cell in line.split("│")] for line in lines if "/GPU:0 Tesla T4" in line]
     assert gpu[5:8] == ["-", "-", "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"]
     assert any("a 512x512 matmul on /GPU:0 (Tesla T4) failed" in line for line in lines)
+
+
+def test_a_reused_check_says_when_it_ran():
+    passed = {**CHECK, "results": CHECK["results"][:1], "problems": [], "reused_from": "2026-11-27T16:14:15Z"}
+    console = Console(width=240, record=True)
+    console.print(bench.check_table({"n1": passed}))
+    [cpu] = [line for line in console.export_text().splitlines() if "/CPU:0" in line]
+    assert "ok (checked 2026-11-27T16:14:15Z)" in cpu
+    assert bench.reused_note(CHECK) == ""  # a check that ran in this run says nothing more

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,7 +106,32 @@ def test_this_real_environment_meets_its_own_tree():
 def test_main_prints_json(capsys, monkeypatch, site):
     read = requirements_met.installed_distributions
     monkeypatch.setattr(requirements_met, "installed_distributions", lambda: read([str(site)]))
+    monkeypatch.setattr(requirements_met, "environment_digest", lambda: "d1")
+    monkeypatch.setattr(requirements_met, "last_check", lambda: None)
     assert requirements_met.main(["tensorflow-cpu==2.21.0"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"met": True, "unmet": []}
+    assert json.loads(capsys.readouterr().out) == {"met": True, "unmet": [], "digest": "d1", "last_check": None}
     requirements_met.main(["tensorflow-cpu==2.21.0", "tensorflow==2.21.0"])
-    assert json.loads(capsys.readouterr().out) == {"met": False, "unmet": ["tensorflow==2.21.0: not installed"]}
+    assert json.loads(capsys.readouterr().out) == {"met": False, "unmet": ["tensorflow==2.21.0: not installed"],
+                                                   "digest": "d1", "last_check": None}
+
+
+def test_the_digest_changes_with_any_distribution_and_matches_the_gpu_check(tmp_path, monkeypatch):
+    """The role compares the digest read before a run with the one bench/gpu_check.py printed when it checked."""
+    gpu_check_spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT.parents[3] / "bench" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(gpu_check_spec)
+    gpu_check_spec.loader.exec_module(gpu_check)
+    dist(tmp_path, "numpy", "2.4.6")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    before = requirements_met.environment_digest()
+    assert before == gpu_check.environment_digest()
+    dist(tmp_path, "rich", "15.0.0")
+    assert requirements_met.environment_digest() != before
+    assert requirements_met.environment_digest() == gpu_check.environment_digest()
+
+
+def test_the_last_check_record_is_read_from_the_environment(tmp_path):
+    assert requirements_met.last_check(str(tmp_path)) is None
+    (tmp_path / "tfprov-gpu-check.json").write_text('{"key": "k", "result": {"problems": []}}')
+    assert requirements_met.last_check(str(tmp_path)) == {"key": "k", "result": {"problems": []}}
+    (tmp_path / "tfprov-gpu-check.json").write_text('{"key": ')  # cut short: no record, so the check runs
+    assert requirements_met.last_check(str(tmp_path)) is None

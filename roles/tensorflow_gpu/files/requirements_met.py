@@ -5,11 +5,19 @@ pip takes seconds. A requirement is met when its distribution is installed at a 
 down the whole tree, so is everything it requires, its extras included (`tensorflow[and-cuda]` needs the NVIDIA
 wheels). `tensorflow-cpu` and `tensorflow` are different distributions: one does not meet the other. Anything
 this cannot read (a URL, a path, a malformed line) counts as unmet, so pip runs and decides.
+
+Also prints the environment's digest (every installed distribution and its version; bench/gpu_check.py prints the
+same digest of the environment it checked) and the record of the last quick check that passed in it, which the
+role reuses while nothing the check depends on has changed (tasks/verify.yml).
 """
 
+import hashlib
 import json
+import os
 import sys
 from importlib import metadata
+
+CHECK_RECORD = "tfprov-gpu-check.json"  # in the environment's own directory (sys.prefix)
 
 try:
     from packaging.requirements import InvalidRequirement, Requirement
@@ -81,12 +89,30 @@ def unmet(lines, installed):
     return problems
 
 
+def environment_digest():
+    """sha256 of every installed distribution's name==version, sorted: any pip install or removal changes it."""
+    held = sorted({f"{dist.metadata['Name']}=={dist.version}" for dist in metadata.distributions()
+                   if dist.metadata["Name"]})
+    return hashlib.sha256("\n".join(held).encode()).hexdigest()
+
+
+def last_check(prefix=sys.prefix):
+    """The record the role wrote after the last quick check that passed here, or None (none, or unreadable)."""
+    try:
+        with open(os.path.join(prefix, CHECK_RECORD), encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def main(argv):
     if Requirement is None:
         problems = ["neither packaging nor pip is importable in this environment"]
     else:
         problems = unmet(argv, installed_distributions())
-    print(json.dumps({"met": not problems, "unmet": problems[:10]}))
+    print(json.dumps({"met": not problems, "unmet": problems[:10], "digest": environment_digest(),
+                      "last_check": last_check()}))
     return 0
 
 
