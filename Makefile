@@ -14,7 +14,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory bench-connection build docs test test-lanes clean
+.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse build docs test test-lanes clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench-download - fresh nodes (1, 2, 4, 8) through the pip cache: bytes fetched from PyPI (a benchmark)"
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
 	@echo "make bench-connection - a no-op converge of 4 nodes over the Docker API and over docker exec (a benchmark)"
+	@echo "make bench-check-reuse - no-op runs with the quick check reused and with TensorFlow imported (a benchmark)"
 	@echo "make integration-slow - ufw/firewalld firewalls, the rolling fleet update, a failed job's page (too long for CI)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, a slow link, members failing the gate (too long for CI)"
 	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
@@ -204,6 +205,12 @@ bench-download: images
 # CLI, interleaved (add --mitogen DIR for Mitogen's strategy too).
 bench-connection: baked-image
 	$(BIN)/python bench/connection_compare.py --nodes 4 --repeat 2
+
+# A benchmark, not a test (it replaces the local cloud): no-op runs on converged nodes, the quick check reused against
+# TensorFlow imported every run, interleaved: `tfprov run cluster` on 4 nodes, then `tfprov run node` on one.
+bench-check-reuse: baked-image
+	$(BIN)/python bench/check_reuse.py --plan cluster --nodes 4 --rounds 3
+	$(BIN)/python bench/check_reuse.py --plan node --nodes 1 --rounds 3
 
 # A benchmark, not a test: ansible-inventory over 1,000 instances in a local moto, cold and cached.
 bench-inventory: venv
