@@ -25,14 +25,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from converge_scale import emit, measure_run, tfprov  # noqa: E402 - the sibling benchmark's helpers
 
+from tfprov.local.nodes import local_nodes  # noqa: E402
+
 IMPORT_EVERY_RUN = ["-e", "tensorflow_gpu_check_reuse_hours=0"]
 
 
-def node_containers(cloud: str) -> list[str]:
-    """The full ids of the local cloud's node containers (tfprov-<cloud>-<index>; not its network holders)."""
-    found = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"name=^tfprov-{cloud}-[0-9]+$"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    return sorted(found)
+def node_containers() -> list[str]:
+    """The full ids of the local cloud's node containers (their cgroups are named by id)."""
+    names = [node["name"] for node in local_nodes()]
+    return subprocess.run(["docker", "inspect", "-f", "{{.Id}}", *names], capture_output=True, text=True,
+                          check=True).stdout.split() if names else []
 
 
 def container_cpu_seconds(container: str) -> float:
@@ -83,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image", default="tfprov/node-baked:bookworm")
     parser.add_argument("--out", help="write the JSON here too")
     args = parser.parse_args(argv)
-    cloud = os.environ.get("TFPROV_LOCAL_CLOUD", "local")
     runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="tfprov-check-reuse-") as tmp:
         runs_dir = Path(tmp)
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             if up.returncode:
                 runs.append({"run": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]})
             else:
-                containers = node_containers(cloud)
+                containers = node_containers()
                 runs.append(measure(args.nodes, "first", [], runs_dir, args.plan, containers))
                 for _ in range(args.rounds if runs[-1]["rc"] == 0 else 0):
                     runs.append(measure(args.nodes, "import", IMPORT_EVERY_RUN, runs_dir, args.plan, containers))
