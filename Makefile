@@ -197,7 +197,8 @@ bench-cluster: images wheelhouse
 bench-fleet: images baked-image
 	$(BIN)/python bench/fleet_scale.py --nodes 1 4 8 --image tfprov/node-baked:bookworm --noop-runs 2
 
-# A benchmark, not a test (it replaces the local cloud): fresh nodes through the gateway's pip cache, bytes from PyPI.
+# A benchmark, not a test (it replaces the local cloud): fresh nodes through the gateway's pip and apt caches,
+# the bytes fetched from PyPI and the Debian mirror.
 bench-download: images
 	$(BIN)/python bench/fleet_download.py --nodes 1 2 4 8
 

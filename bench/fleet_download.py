@@ -8,13 +8,16 @@ network: the gateway is their only way out):
   the index pages, a few kB per project, are not counted);
 - pypi_around_the_cache: connections the gateway's proxy opened to PyPI's hosts during the run (a node sent
   around the cache would fetch from outside again; 0 expected);
-- node_rx_bytes: what each node received on its interface (pip's downloads from the cache, apt's packages through
-  the proxy, SSH), their sum, and what one node received: without the cache each node fetches its pip share from
+- from_debian_bytes / debian_served_bytes: what the gateway's apt cache (apt-cacher-ng, behind the proxy) fetched
+  from the Debian mirror during the run and what it served to the nodes, from its log (I and O lines; the mirror's
+  signed InRelease is asked again by every `apt-get update`, about 150 kB each);
+- from_outside_bytes: the two together, everything the fleet fetched from outside;
+- node_rx_bytes: what each node received on its interface (pip's downloads from the cache, apt's packages from
+  the apt cache, SSH), their sum, and what one node received: without the caches each node fetches its share from
   outside itself;
 - wall_s and controller_cpu_s of the run (converge_scale's measure_run).
-The summary gives the targets of one download per fleet: bytes from PyPI for N nodes over 1 node's (8 nodes within
-5 %), and wall for 4 nodes over 1 node's (within 2x on a 2-core machine). Debian packages still come through the
-proxy, once per node: they are in node_rx_bytes and not in from_pypi_bytes.
+The summary gives the targets of one download per fleet: bytes from outside for N nodes over 1 node's (8 nodes
+within 5 %), the same for PyPI alone, and wall for 4 nodes over 1 node's (within 2x on a 2-core machine).
 
 Run it alone (it replaces the local cloud), from the checkout:
     .venv/bin/python bench/fleet_download.py --nodes 1 2 4 8 --out fleet-download.json
@@ -60,17 +63,36 @@ def proxy_connections_to_pypi(log: Path, offset: int) -> int:
         return sum(1 for line in handle if "Established connection" in line and any(h in line for h in PYPI_HOSTS))
 
 
+def apt_cache_bytes(log: Path, offset: int) -> dict[str, int]:
+    """apt-cacher-ng's log after offset: bytes fetched from the mirror (I lines) and served to the nodes (O)."""
+    totals = {"I": 0, "O": 0}
+    if log.is_file():
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            handle.seek(offset)
+            for fields in (line.split("|") for line in handle):
+                if len(fields) >= 3 and fields[1] in totals and fields[2].isdigit():
+                    totals[fields[1]] += int(fields[2])
+    return {"from_debian_bytes": totals["I"], "debian_served_bytes": totals["O"]}
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0
+
+
 def measure(nodes: int, runs_dir: Path, cache: Path, extra: list[str]) -> dict:
     cloud = cloud_mod.default_name()
-    proxy_log = ROOT / ".tfprov" / "local" / "clouds" / cloud / "proxy.log"
+    state = ROOT / ".tfprov" / "local" / "clouds" / cloud
+    proxy_log, apt_log = state / "proxy.log", state / "apt-cache" / "apt-cacher.log"
     names = [n["name"] for n in local_nodes(cloud)]
     rx0 = {n: rx_bytes(n) for n in names}
-    log_offset = proxy_log.stat().st_size if proxy_log.is_file() else 0
+    log_offset, apt_offset = _size(proxy_log), _size(apt_log)
     stored0 = stored_bytes(cache)
     run = converge.measure_run(nodes, "fresh", extra, runs_dir)
     received = {n: rx_bytes(n) - rx0[n] for n in names}
+    debian = apt_cache_bytes(apt_log, apt_offset)
+    from_pypi = stored_bytes(cache) - stored0
     return {**{k: v for k, v in run.items() if k != "output_tail"},
-            "from_pypi_bytes": stored_bytes(cache) - stored0,
+            "from_pypi_bytes": from_pypi, **debian, "from_outside_bytes": from_pypi + debian["from_debian_bytes"],
             "pypi_around_the_cache": proxy_connections_to_pypi(proxy_log, log_offset),
             "node_rx_bytes": received, "node_rx_total_bytes": sum(received.values()),
             "node_rx_max_bytes": max(received.values(), default=0),
@@ -81,14 +103,16 @@ def summary(runs: list[dict]) -> dict:
     ok = {r["nodes"]: r for r in runs if r.get("rc") == 0 and "from_pypi_bytes" in r}
     out = {}
     if 1 in ok and ok[1]["from_pypi_bytes"]:
+        outside = "from_outside_bytes" if ok[1].get("from_outside_bytes") else "from_pypi_bytes"
         for n, r in sorted(ok.items()):
+            out[f"from_outside_{n}_over_1"] = round(r.get(outside, 0) / ok[1][outside], 3)
             out[f"from_pypi_{n}_over_1"] = round(r["from_pypi_bytes"] / ok[1]["from_pypi_bytes"], 3)
             out[f"wall_{n}_over_1"] = round(r["wall_s"] / ok[1]["wall_s"], 2)
-            # Without the cache every node fetches its pip share itself: N times one node's from outside.
-            out[f"from_pypi_{n}_without_cache_bytes"] = n * ok[1]["from_pypi_bytes"]
+            # Without the caches every node fetches its share itself: N times one node's from outside.
+            out[f"from_outside_{n}_without_cache_bytes"] = n * ok[1][outside]
         if 8 in ok:
-            out["from_pypi_8_within_5_percent_of_1"] = ok[8]["from_pypi_bytes"] <= TARGET_BYTES_8_OVER_1 * ok[1][
-                "from_pypi_bytes"]
+            out["from_outside_8_within_5_percent_of_1"] = ok[8].get(outside, 0) <= TARGET_BYTES_8_OVER_1 * ok[1][
+                outside]
         if 4 in ok:
             out["wall_4_within_2x_1"] = ok[4]["wall_s"] <= TARGET_WALL_4_OVER_1 * ok[1]["wall_s"]
     return out
@@ -113,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 converge.wait_for_quiet(args.wait_load, args.max_wait)
                 cache = Path(tmp) / f"pip-cache-{nodes}"  # empty: the gateway starts with it at `up`
                 os.environ["TFPROV_PIP_CACHE_DIR"] = str(cache)
+                os.environ["TFPROV_APT_CACHE_DIR"] = str(Path(tmp) / f"apt-cache-{nodes}")  # empty too
                 converge.tfprov("down", "local", runs_dir=runs_dir)
                 up = converge.tfprov("up", "local", "--nodes", str(nodes), "--network", "private", runs_dir=runs_dir)
                 if up.returncode:

@@ -75,6 +75,7 @@ def lab(tmp_path_factory):
     tfprov("down", "local", runs_dir=runs)
     # The gateway's pip cache starts empty, and logs each file it fetches from PyPI.
     ENV.update(TFPROV_PIP_CACHE_DIR=str(tmp_path_factory.mktemp("itnet-pip-cache")), PROXPI_LOGGING_LEVEL="DEBUG")
+    ENV["TFPROV_APT_CACHE_DIR"] = str(tmp_path_factory.mktemp("itnet-apt-cache"))  # and so does its apt cache
     before = host_network()
     started = time.monotonic()
     tfprov("up", "local", "--nodes", "5", "--image", BAKED, "--network", "private", runs_dir=runs, check=True)
@@ -162,6 +163,38 @@ def test_nodes_install_through_the_gateways_pip_cache_which_fetches_each_file_on
         proc = pip_install_six(CHIEF, index, "/var/tmp/cache-tampered")
         out = proc.communicate(timeout=300)[0]
         assert proc.returncode != 0 and "HASH" in out.upper(), out
+    finally:
+        cached.write_bytes(good)
+
+
+def apt_download_hello(node: str) -> subprocess.Popen:
+    """apt as the roles run it on a private node: through the proxy the inventory gives (tfprov_http_proxy)."""
+    return subprocess.Popen(["docker", "exec", "-w", "/tmp", "-e", f"http_proxy={label(node, 'tfprov.http_proxy')}",
+                             node, "sh", "-c", "rm -f hello_*.deb; apt-get update -qq && apt-get download hello"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_apt_goes_through_the_gateways_apt_cache_which_fetches_each_package_once_and_apt_checks_it(lab):
+    acng_log = ROOT / f".tfprov/local/clouds/{CLOUD}/apt-cache/apt-cacher.log"
+    before = log_size(acng_log)
+    procs = [apt_download_hello(node) for node in (WORKER_1, WORKER_2)]  # both at once, as a fleet's nodes do
+    for proc in procs:
+        out = proc.communicate(timeout=300)[0]
+        assert proc.returncode == 0, out
+    # apt-cacher-ng logs each file it fetched from the mirror (I) and each it served (O): one fetch, two answers.
+    log = [line.split("|") for line in log_since(acng_log, before).splitlines()]
+    hello = [(kind, int(size)) for _, kind, size, _, path in log if path.endswith(".deb") and "/hello_" in path]
+    assert sorted(kind for kind, _ in hello) == ["I", "O", "O"], log
+    assert [node_sh(n, "ls /tmp/hello_*.deb") for n in (WORKER_1, WORKER_2)] == ["/tmp/hello_2.10-3_amd64.deb"] * 2
+    # apt checks each file against the mirror's signed index: a cached package that changed is refused.
+    [cached] = Path(ENV["TFPROV_APT_CACHE_DIR"]).rglob("hello_*.deb")
+    good = cached.read_bytes()
+    cached.write_bytes(good[:-100] + bytes(b ^ 0xFF for b in good[-100:]))  # same size: served as cached
+    try:
+        proc = apt_download_hello(CHIEF)
+        out = proc.communicate(timeout=300)[0]
+        assert proc.returncode != 0 and "Hash Sum mismatch" in out, out
+        assert node_sh(CHIEF, "ls /tmp/hello_*.deb 2>/dev/null || true") == ""  # nothing left behind
     finally:
         cached.write_bytes(good)
 

@@ -39,3 +39,35 @@ def test_a_recorded_pid_counts_only_while_it_is_still_our_process():
     assert not gateway._alive(0, "socat")
     assert gateway._alive(os.getpid(), "pytest")
     assert not gateway._alive(os.getpid(), "tinyproxy")  # a reused pid: another program
+
+
+def test_what_is_asked_of_the_debian_mirror_goes_through_the_apt_cache_and_nothing_else_does(tmp_path: Path):
+    config, _ = gateway.tinyproxy_config(tmp_path, 41234, ["deb.debian.org", "pypi.org"], (41235, "deb.debian.org"))
+    assert [line for line in config.splitlines() if line.startswith("Upstream")] == [
+        'Upstream http 127.0.0.1:41235 "deb.debian.org"']  # only the mirror's host: PyPI's CONNECTs go straight
+    assert "Upstream" not in gateway.tinyproxy_config(tmp_path, 41234, ["pypi.org"])[0]
+
+
+def test_the_apt_cache_listens_on_loopback_and_keeps_each_clouds_files_apart(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(gateway, "APT_CACHE_DIR", tmp_path / "apt-cache")
+    state = tmp_path / "clouds" / "itnet"
+    settings = dict(line.split(": ", 1) for line in gateway.apt_cache_config(state, 41235).splitlines())
+    assert settings["BindAddress"] == "127.0.0.1" and settings["Port"] == "41235"
+    assert settings["CacheDir"] == str(tmp_path / "apt-cache" / "itnet")
+    assert settings["LogDir"] == str(state / "apt-cache")  # bench/fleet_download.py reads its log there
+    assert settings["ForeGround"] == "1"  # recorded and stopped like the gateway's other processes
+    assert gateway.apt_cache_dir(tmp_path / "clouds" / "other") != gateway.apt_cache_dir(state)
+
+
+def test_only_the_services_tfprov_just_installed_are_disabled(monkeypatch):
+    calls = []
+    monkeypatch.setattr(gateway.shutil, "which", lambda name: "/bin/systemctl")
+    monkeypatch.setattr(gateway.Path, "is_dir", lambda self: True)
+    monkeypatch.setattr(gateway.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    gateway.disable_packaged_services(["socat", "apt-cacher-ng"])
+    gateway.disable_packaged_services(["socat"])
+    assert calls == [["systemctl", "disable", "--now", "apt-cacher-ng"]]
+
+
+def test_the_apt_caches_port_is_one_apt_cacher_ng_can_bind():
+    assert 20000 <= gateway.free_loopback_port_below_32768() < 32768  # it fails on the kernel's ephemeral ports

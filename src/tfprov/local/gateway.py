@@ -13,6 +13,11 @@ through the controller, so tfprov's proxy and wheelhouse settings run for real.
   lab at http://<gateway>:3141/index/ the same way as the proxy: the nodes' pip index (tfprov_pip_index_url). Each
   file is fetched from PyPI once and kept in TFPROV_PIP_CACHE_DIR (/var/cache/tfprov/pip-cache), for every node of
   every local cloud after; pip still checks each file against the sha256 PyPI's index gives.
+- The apt cache (Debian's apt-cacher-ng) on the host's loopback, behind the proxy: tinyproxy sends what is asked
+  of the Debian mirror (plain HTTP) to it as its upstream, so apt on the nodes uses it through the proxy settings it
+  already has. Each file is fetched from the mirror once per cloud and kept in TFPROV_APT_CACHE_DIR
+  (/var/cache/tfprov/apt-cache/<cloud>); apt still checks every file against the mirror's signed index. Its log
+  (apt-cache/apt-cacher.log in the cloud's state directory) has a line per file fetched (I) and served (O).
 Their pids are recorded in the cloud's state directory; `up` restarts what died, `down` stops them.
 """
 
@@ -22,6 +27,7 @@ import grp
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -42,8 +48,10 @@ PIP_CACHE_DIR = Path(os.environ.get("TFPROV_PIP_CACHE_DIR", "/var/cache/tfprov/p
 # Who asks for a file being fetched waits for that one download (proxpi's default, 0.9 s, then sends pip to PyPI:
 # every node would fetch TensorFlow from outside again).
 PIP_CACHE_ENV = {"PROXPI_DOWNLOAD_TIMEOUT": "1800", "PROXPI_CACHE_SIZE": str(20 * 2**30)}
+APT_CACHE_DIR = Path(os.environ.get("TFPROV_APT_CACHE_DIR", "/var/cache/tfprov/apt-cache"))
 # The process each recorded name stands for (a pid is ours only while its command line still says so).
-MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "tfprov.local.pip_cache_server"}
+MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "tfprov.local.pip_cache_server",
+           "apt_cache": "apt-cacher-ng"}
 ALLOW_ENV = "TFPROV_LOCAL_PROXY_ALLOW"  # extra host names the proxy forwards to, comma-separated
 PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
 STATE_FILE = "gateway.json"
@@ -67,12 +75,71 @@ def allowed_hosts(mirror: str) -> list[str]:
     return sorted({urlsplit(mirror).hostname or mirror, *PYPI_HOSTS, *extra})
 
 
-def tinyproxy_config(state: Path, port: int, hosts: list[str]) -> tuple[str, str]:
-    """tinyproxy.conf and its filter file: loopback only, CONNECT only to 443, every host not listed refused."""
+def tinyproxy_config(state: Path, port: int, hosts: list[str],
+                     apt_cache: tuple[int, str] | None = None) -> tuple[str, str]:
+    """tinyproxy.conf and its filter file: loopback only, CONNECT only to 443, every host not listed refused;
+    apt_cache (port, the mirror's host): what is asked of that host goes through the apt cache at that port."""
     user = "User nobody\nGroup nogroup\n" if os.geteuid() == 0 else ""
+    upstream = f"Upstream http 127.0.0.1:{apt_cache[0]} \"{apt_cache[1]}\"\n" if apt_cache else ""
     return (f"Port {port}\nListen 127.0.0.1\nAllow 127.0.0.1\n{user}Timeout 600\nMaxClients 100\n"
             f"LogLevel Info\nLogFile \"{state / 'proxy.log'}\"\nFilter \"{state / 'proxy.allow'}\"\n"
-            "FilterType fnmatch\nFilterDefaultDeny Yes\nConnectPort 443\nDisableViaHeader Yes\n"), "\n".join(hosts)
+            f"FilterType fnmatch\nFilterDefaultDeny Yes\nConnectPort 443\nDisableViaHeader Yes\n{upstream}"), \
+        "\n".join(hosts)
+
+
+def apt_cache_dir(state: Path) -> Path:
+    """The cloud's own apt cache: two apt-cacher-ng processes never share one (each locks only in itself)."""
+    return APT_CACHE_DIR / state.name
+
+
+def apt_cache_config(state: Path, port: int) -> str:
+    """apt-cacher-ng's acng.conf: the host's loopback only, in the foreground, its log unbuffered (read by
+    bench/fleet_download.py). No remapping: it keeps what it is asked for under the URL's own host and path."""
+    return (f"CacheDir: {apt_cache_dir(state)}\nLogDir: {state / 'apt-cache'}\nPort: {port}\n"
+            f"BindAddress: 127.0.0.1\nSocketPath: {state / 'apt-cache' / 'acng.sock'}\n"
+            f"PidFile: {state / 'apt-cache' / 'acng.pid'}\nForeGround: 1\nUnbufferLogs: 1\n")
+
+
+def free_loopback_port_below_32768() -> int:
+    """apt-cacher-ng 3.7 cannot bind a port above 32767 ("Error resolving address for binding"), and the kernel
+    picks from 32768 up: a free one among 20000-32767, probed."""
+    for port in random.sample(range(20000, 32768), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise TfprovError("no free loopback port between 20000 and 32767 for the local cloud's apt cache")
+
+
+def start_apt_cache(state: Path, log: Path) -> tuple[int, int]:
+    """apt-cacher-ng on the host's loopback, for the proxy's upstream: (its pid, its port)."""
+    port = free_loopback_port_below_32768()
+    conf = state / "apt-cache"
+    conf.mkdir(exist_ok=True)
+    apt_cache_dir(state).mkdir(parents=True, exist_ok=True)
+    (conf / "acng.conf").write_text(apt_cache_config(state, port))
+    pid = spawn(["apt-cacher-ng", "-c", str(conf)], log)
+    deadline = time.monotonic() + 10
+    while not _listening(port):
+        if time.monotonic() > deadline or _exited(pid):  # gone: it says why in its log
+            raise TfprovError(f"the local cloud's apt cache did not start on port {port} (see {log})")
+        time.sleep(0.05)
+    return pid, port
+
+
+def _exited(pid: int) -> bool:
+    """A child of ours that ended (reaped here, or already by subprocess's own clean-up)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _writable_log(log: Path) -> None:
@@ -125,18 +192,23 @@ def _read_state(state: Path) -> dict:
 
 
 def start_host_proxy(state: Path, mirror: str) -> dict[str, int]:
-    """tinyproxy on the host's loopback (its allow-list), reachable through the Unix socket state/proxy.sock; the
-    pids. The private network's lab end and the VMs' guestfwd both connect to that socket."""
+    """tinyproxy on the host's loopback (its allow-list), reachable through the Unix socket state/proxy.sock, and
+    the apt cache behind it when the mirror is plain HTTP (apt-cacher-ng cannot look into a tunnel); the pids. The
+    private network's lab end and the VMs' guestfwd both connect to that socket."""
     sock = state / "proxy.sock"
     port = free_loopback_port()
-    config, allow = tinyproxy_config(state, port, allowed_hosts(mirror))
+    log = state / "gateway.log"
+    procs, apt_cache = {}, None
+    if urlsplit(mirror).scheme == "http":
+        procs["apt_cache"], cache_port = start_apt_cache(state, log)
+        apt_cache = (cache_port, urlsplit(mirror).hostname or "")
+    config, allow = tinyproxy_config(state, port, allowed_hosts(mirror), apt_cache)
     (state / "proxy.conf").write_text(config)
     (state / "proxy.allow").write_text(allow + "\n")
     _writable_log(state / "proxy.log")
-    log = state / "gateway.log"
-    procs = {"proxy": spawn(["tinyproxy", "-d", "-c", str(state / "proxy.conf")], log),
-             "proxy_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
-                                       f"TCP:127.0.0.1:{port}"], log)}
+    procs |= {"proxy": spawn(["tinyproxy", "-d", "-c", str(state / "proxy.conf")], log),
+              "proxy_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",
+                                        f"TCP:127.0.0.1:{port}"], log)}
     _wait_for_socket(sock)
     return procs
 
@@ -201,8 +273,10 @@ def ensure_gateway(cloud: Cloud, root: Path, mirror: str, wheelhouse: Path | Non
     recorded = _read_state(state)
     procs = recorded.get("pids", {})
     sock = state / "proxy.sock"
-    if not all(_alive(procs.get(k, 0), marker) for k, marker in
-               (("proxy", "tinyproxy"), ("proxy_host_end", str(sock)), ("proxy_lab_end", str(sock)))):
+    proxy = [("proxy", "tinyproxy"), ("proxy_host_end", str(sock)), ("proxy_lab_end", str(sock))]
+    if "apt_cache" in procs:
+        proxy.append(("apt_cache", MARKERS["apt_cache"]))
+    if not all(_alive(procs.get(k, 0), marker) for k, marker in proxy):
         stop_gateway(cloud, root)
         procs = start_host_proxy(state, mirror)
         procs["proxy_lab_end"] = spawn(["ip", "netns", "exec", cloud.namespace, "socat",
@@ -247,11 +321,13 @@ def stop_gateway(cloud: Cloud, root: Path) -> None:
 
 def needed_commands() -> dict[str, str]:
     """Command -> the Debian package that has it, for the controller's side of a private cloud."""
-    return {"tinyproxy": "tinyproxy", "socat": "socat", "nsenter": "util-linux"}
+    return {"tinyproxy": "tinyproxy", "socat": "socat", "nsenter": "util-linux", "apt-cacher-ng": "apt-cacher-ng"}
 
 
-def disable_packaged_proxy() -> None:
-    """Debian's package starts its own tinyproxy service (port 8888, every address) where systemd runs: tfprov
-    installed it only for its gateways, so that service is stopped and disabled, opening nothing."""
-    if shutil.which("systemctl") and Path("/run/systemd/system").is_dir():
-        subprocess.run(["systemctl", "disable", "--now", "tinyproxy"], capture_output=True)
+def disable_packaged_services(installed: list[str]) -> None:
+    """Debian's tinyproxy and apt-cacher-ng packages start their own services (ports 8888 and 3142, every address)
+    where systemd runs: tfprov installed them only for its gateways, so those services are stopped and disabled,
+    opening nothing."""
+    services = [name for name in ("tinyproxy", "apt-cacher-ng") if name in installed]
+    if services and shutil.which("systemctl") and Path("/run/systemd/system").is_dir():
+        subprocess.run(["systemctl", "disable", "--now", *services], capture_output=True)

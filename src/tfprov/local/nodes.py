@@ -324,8 +324,7 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
     missing = sorted({package for command, package in needed.items() if not shutil.which(command)})
     if missing and is_root():  # the controller's side: ssh; the jump into the lab namespace, the gateway
         apt_install(console, *missing)
-        if "tinyproxy" in missing:
-            gateway.disable_packaged_proxy()
+        gateway.disable_packaged_services(missing)
     public_key = ssh.ensure_key_pair(files)
     serving = {}
     if any(node.runs_engine for node in wanted):

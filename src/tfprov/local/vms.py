@@ -196,7 +196,7 @@ def ensure_gateway(cloud: VmCloud) -> None:
     missing = sorted({pkg for cmd, pkg in gateway.needed_commands().items() if not shutil.which(cmd)})
     if missing:
         apt_install(Console(stderr=True), *missing)
-        gateway.disable_packaged_proxy()
+        gateway.disable_packaged_services(missing)
     procs = gateway.start_host_proxy(state, debian_mirror())
     if serving_image.WHEELHOUSE.is_dir():
         port = gateway.free_loopback_port()
