@@ -1,12 +1,13 @@
 """`tfprov run node` on one local container node on the private network, reached as cloud VMs are: over SSH through
 the jump as the sudo user `debian` (the plays become root where they change the node), with pipelining. TensorFlow
-from PyPI through the gateway's pip cache (the node has no other way out; apt goes through the gateway's proxy, with
-the host's CA bundle) and the quick check that
-ends the run; a second run changes nothing and reuses that check; a package added to the environment brings the
-check back; then `tfprov bench`: the bench table, JSON and PNG."""
+from PyPI through the gateway's pip cache (the node has no other way out; apt goes through the gateway's proxy and its
+apt cache, with the host's CA bundle) and the quick check that ends the run; a second run changes nothing, reuses
+that check and leaves the profile file alone; a package added to the environment brings the check back and an edited
+profile file is written again; then `tfprov bench`: the bench table, JSON and PNG."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,6 +34,22 @@ def latest_report(runs_dir):
     return json.loads(sorted(Path(runs_dir).glob("*/report.json"))[-1].read_text())
 
 
+def task_results(runs_dir, task: str) -> list[str]:
+    """The latest run's results (ok, changed, skipped, failed) of the named task, from ansible-runner's events."""
+    run = sorted(Path(runs_dir).glob("*/report.json"))[-1].parent
+    found = []
+    for path in sorted(run.glob("artifacts/*/job_events/*.json")):
+        event = json.loads(path.read_text())
+        data = event.get("event_data", {})
+        if data.get("task") == task and event["event"] in ("runner_on_ok", "runner_on_skipped", "runner_on_failed"):
+            status = event["event"].rsplit("_", 1)[1]
+            found.append("changed" if status == "ok" and data.get("res", {}).get("changed") else status)
+    return found
+
+
+PROFILE_TASK = "Tell users where the TensorFlow environment is"
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
@@ -45,7 +62,8 @@ def node(tmp_path_factory):
 def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(node):
     proxy_log = ROOT / ".tfprov/local/clouds/itest/proxy.log"
     cache_log = ROOT / ".tfprov/local/clouds/itest/pip-cache.log"
-    before, cache_before = log_size(proxy_log), log_size(cache_log)
+    apt_log = ROOT / ".tfprov/local/clouds/itest/apt-cache/apt-cacher.log"
+    before, cache_before, apt_before = log_size(proxy_log), log_size(cache_log), log_size(apt_log)
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     sshd_log = subprocess.run(["docker", "exec", "tfprov-itest-1", "journalctl", "-q", "--no-pager", "-u", "ssh"],
@@ -56,6 +74,8 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     pip_cache_log = log_since(cache_log, cache_before)
     assert "GET /index/tensorflow-cpu/tensorflow_cpu-" in pip_cache_log, pip_cache_log[-2000:]
     assert "pythonhosted" not in log_since(proxy_log, before)
+    # apt's packages (python3-venv and what it needs) came through the gateway's apt cache.
+    assert re.search(r"^\d+\|O\|\d+\|[^|]+\|.*/python3[^/]*_amd64\.deb$", log_since(apt_log, apt_before), re.M)
     check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
     assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert check["problems"] == []
@@ -72,16 +92,23 @@ def test_a_second_run_changes_nothing(node):
     first = json.loads(sorted(Path(node).glob("*/report.json"))[-2].read_text())["hosts"]["tfprov-itest-1"]
     check = host["data"]["gpu_check"]
     assert check["reused_from"] and check["results"] == first["data"]["gpu_check"]["results"], check
+    # The profile file was found as the role writes it by the environment's read: copy did not run at all.
+    assert task_results(node, PROFILE_TASK) == ["skipped"]
     print(f"\nsecond run node over SSH: {seconds:.0f} s, changed={host['changed']}")
 
 
-def test_a_package_added_to_the_environment_brings_the_check_back(node):
+def test_a_package_added_to_the_environment_brings_the_check_back_and_an_edited_profile_is_rewritten(node):
     site = subprocess.run(["docker", "exec", "tfprov-itest-1", "/opt/tfprov/envs/tf/bin/python", "-c",
                            "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     info = f"{site}/tfprov_itest_marker-1.0.dist-info"  # what a user's `pip install` leaves
     subprocess.run(["docker", "exec", "tfprov-itest-1", "sh", "-c", f"mkdir -p {info} && printf 'Metadata-Version: "
                     f"2.1\\nName: tfprov-itest-marker\\nVersion: 1.0\\n' > {info}/METADATA"], check=True)
+    profile = "/etc/profile.d/tfprov-tensorflow.sh"
+    written = subprocess.run(["docker", "exec", "tfprov-itest-1", "cat", profile], capture_output=True, text=True,
+                             check=True).stdout
+    subprocess.run(["docker", "exec", "tfprov-itest-1", "sh", "-c", f"echo 'export TFPROV_TF_ENV=/tmp' >> {profile}"],
+                   check=True)
     try:
         proc, _ = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     finally:
@@ -89,6 +116,9 @@ def test_a_package_added_to_the_environment_brings_the_check_back(node):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
     assert "reused_from" not in check and check["problems"] == [], check
+    assert task_results(node, PROFILE_TASK) == ["changed"]
+    assert subprocess.run(["docker", "exec", "tfprov-itest-1", "cat", profile], capture_output=True, text=True,
+                          check=True).stdout == written
 
 
 def test_bench_writes_the_table_json_and_png(node):

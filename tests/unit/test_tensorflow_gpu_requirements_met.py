@@ -1,5 +1,6 @@
 """The tensorflow_gpu role skips pip when the environment's metadata already meets the requirements: that check."""
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -109,10 +110,25 @@ def test_main_prints_json(capsys, monkeypatch, site):
     monkeypatch.setattr(requirements_met, "environment_digest", lambda: "d1")
     monkeypatch.setattr(requirements_met, "last_check", lambda: None)
     assert requirements_met.main(["tensorflow-cpu==2.21.0"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"met": True, "unmet": [], "digest": "d1", "last_check": None}
+    assert json.loads(capsys.readouterr().out) == {"met": True, "unmet": [], "digest": "d1", "last_check": None,
+                                                   "files": {}}
     requirements_met.main(["tensorflow-cpu==2.21.0", "tensorflow==2.21.0"])
     assert json.loads(capsys.readouterr().out) == {"met": False, "unmet": ["tensorflow==2.21.0: not installed"],
-                                                   "digest": "d1", "last_check": None}
+                                                   "digest": "d1", "last_check": None, "files": {}}
+
+
+def test_each_file_asked_for_is_read_as_copy_would_find_it(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(requirements_met, "environment_digest", lambda: "d1")
+    profile = tmp_path / "tfprov-tensorflow.sh"
+    profile.write_text("export TFPROV_TF_ENV=/opt/tf\n")
+    profile.chmod(0o640)
+    (tmp_path / "link.sh").symlink_to(profile)
+    requirements_met.main([f"--file={profile}", f"--file={tmp_path / 'link.sh'}", f"--file={tmp_path / 'none'}",
+                           f"--file={tmp_path}"])
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert files == {str(profile): {"sha1": hashlib.sha1(b"export TFPROV_TF_ENV=/opt/tf\n").hexdigest(),
+                                    "mode": "0640"},
+                     str(tmp_path / "link.sh"): None, str(tmp_path / "none"): None, str(tmp_path): None}
 
 
 def test_the_digest_changes_with_any_distribution_and_matches_the_gpu_check(tmp_path, monkeypatch):

@@ -8,12 +8,15 @@ this cannot read (a URL, a path, a malformed line) counts as unmet, so pip runs 
 
 Also prints the environment's digest (every installed distribution and its version; bench/gpu_check.py prints the
 same digest of the environment it checked) and the record of the last quick check that passed in it, which the
-role reuses while nothing the check depends on has changed (tasks/verify.yml).
+role reuses while nothing the check depends on has changed (tasks/verify.yml), and, for each --file=PATH, that
+file's sha1 and mode (null when it is not a regular file): the role rewrites a file it manages only where these
+differ from what it would write, without copy's own two module runs.
 """
 
 import hashlib
 import json
 import os
+import stat
 import sys
 from importlib import metadata
 
@@ -106,13 +109,27 @@ def last_check(prefix=sys.prefix):
     return record if isinstance(record, dict) else None
 
 
+def file_state(path):
+    """{'sha1', 'mode'} of a regular file (a link is not followed: copy would replace it), or None."""
+    try:
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            return {"sha1": hashlib.sha1(handle.read()).hexdigest(), "mode": f"{stat.S_IMODE(info.st_mode):04o}"}
+    except OSError:
+        return None
+
+
 def main(argv):
+    files = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--file=")]
+    lines = [arg for arg in argv if not arg.startswith("--file=")]
     if Requirement is None:
         problems = ["neither packaging nor pip is importable in this environment"]
     else:
-        problems = unmet(argv, installed_distributions())
+        problems = unmet(lines, installed_distributions())
     print(json.dumps({"met": not problems, "unmet": problems[:10], "digest": environment_digest(),
-                      "last_check": last_check()}))
+                      "last_check": last_check(), "files": {path: file_state(path) for path in files}}))
     return 0
 
 
