@@ -14,7 +14,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse build docs test test-lanes clean
+.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench-inventory - the AWS inventory over 1,000 instances in moto, cold and cached (a benchmark)"
 	@echo "make bench-connection - a no-op converge of 4 nodes over the Docker API and over docker exec (a benchmark)"
 	@echo "make bench-check-reuse - no-op runs with the quick check reused and with TensorFlow imported (a benchmark)"
+	@echo "make bench-node-vs-script - tfprov run node beside a plain install script, fresh and again (a benchmark)"
 	@echo "make integration-slow - ufw/firewalld firewalls, the rolling fleet update, a failed job's page (too long for CI)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, a slow link, members failing the gate (too long for CI)"
 	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
@@ -212,6 +213,11 @@ bench-connection: baked-image
 bench-check-reuse: baked-image
 	$(BIN)/python bench/check_reuse.py --plan cluster --nodes 4 --rounds 3
 	$(BIN)/python bench/check_reuse.py --plan node --nodes 1 --rounds 3
+
+# A benchmark, not a test (it replaces the local cloud): a fresh and a repeated `tfprov run node` beside a plain script
+# installing the same stack on a fresh node, interleaved, through the same caches.
+bench-node-vs-script: images
+	$(BIN)/python bench/node_vs_script.py --rounds 3
 
 # A benchmark, not a test: ansible-inventory over 1,000 instances in a local moto, cold and cached.
 bench-inventory: venv

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""`tfprov run node` beside a plain script that installs the same stack, on fresh private local nodes, interleaved.
+Prints JSON.
+
+A benchmark, not a test: it measures. Each round starts two fresh nodes (`tfprov up local --nodes 2 --network
+private`, the plain node image: nothing installed) and runs, in an order that alternates between rounds:
+- `tfprov`: `tfprov run node --limit <node 1>` (resolve, preflight, the roles, the admission gate, the quick check);
+- `script`: on node 2, through `docker exec`, what a user would type instead (SCRIPT): apt-get update and
+  install python3-venv and python3-pip, a venv, pip install of the same TensorFlow requirement from the same pip
+  cache, then import TensorFlow and one small matmul;
+then each again on the same node (`noop`: tfprov's no-op run; the script re-run: apt and pip find everything).
+Both go through the same gateway (its proxy, pip cache and apt cache); a warm-up round first fills the caches, so
+no variant pays for a download from outside. The summary gives, per variant and kind, the range of wall times, and
+tfprov's fresh wall over the script's in the same round (target: 1.2 at most).
+
+Run it alone (it replaces the local cloud), from the checkout:
+    .venv/bin/python bench/node_vs_script.py --rounds 3 --out node-vs-script.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import converge_scale as converge  # noqa: E402 - the sibling benchmark's helpers
+
+from tfprov.local import cloud as cloud_mod  # noqa: E402
+from tfprov.local.nodes import local_nodes  # noqa: E402
+from tfprov.project import ensure_collection_link  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TARGET_FRESH_OVER_SCRIPT = 1.2
+ENV_DIR = "/opt/plain/tf"
+# What a user types instead of tfprov, on a Debian node behind the same proxy and pip cache.
+SCRIPT = r"""set -e
+export DEBIAN_FRONTEND=noninteractive http_proxy="$PROXY" https_proxy="$PROXY" no_proxy="$SUBNET"
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends python3-venv python3-pip >/dev/null
+[ -x "$ENV_DIR/bin/python" ] || python3 -m venv "$ENV_DIR"
+"$ENV_DIR/bin/pip" install -q --disable-pip-version-check --index-url "$INDEX" --trusted-host "$INDEX_HOST" "$REQ"
+"$ENV_DIR/bin/python" -c 'import tensorflow as tf; x = tf.random.normal((256, 256)); print(tf.__version__,
+float(tf.reduce_sum(tf.matmul(x, x))))'
+"""
+
+
+def requirement() -> str:
+    """What the tensorflow_gpu role installs on a CPU node for the default (latest) TensorFlow, from the matrix."""
+    sys.path.insert(0, str(ensure_collection_link(ROOT).parents[2]))
+    from ansible_collections.tfprov.gpu.plugins.module_utils.compat import load_matrix, resolve_stack
+
+    return f"tensorflow-cpu=={resolve_stack(load_matrix(), 'latest')['tensorflow_patch']}"
+
+
+def script_env(labels: dict[str, str], req: str) -> dict[str, str]:
+    """The script's settings, from the node's labels (the inventory's tfprov_http_proxy, tfprov_pip_index_url)."""
+    index = labels["tfprov.pip_index"]
+    return {"PROXY": labels["tfprov.http_proxy"], "SUBNET": labels["tfprov.subnet"], "INDEX": index,
+            "INDEX_HOST": index.split("//", 1)[1].split("/", 1)[0].split(":")[0], "REQ": req, "ENV_DIR": ENV_DIR}
+
+
+def run_script(node: str, env: dict[str, str]) -> dict:
+    args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+    started = time.monotonic()
+    proc = subprocess.run(["docker", "exec", *args, node, "sh", "-c", SCRIPT], capture_output=True, text=True)
+    return {"wall_s": round(time.monotonic() - started, 1), "rc": proc.returncode,
+            **({"output_tail": (proc.stdout + proc.stderr)[-1500:]} if proc.returncode else {})}
+
+
+def labels(node: str) -> dict[str, str]:
+    out = subprocess.run(["docker", "inspect", "--format", "{{json .Config.Labels}}", node],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
+    """Two fresh nodes; each variant's fresh and no-op runs, the order alternating with the round's number."""
+    converge.tfprov("down", "local", runs_dir=runs_dir)
+    up = converge.tfprov("up", "local", "--nodes", "2", "--network", "private", runs_dir=runs_dir)
+    if up.returncode:
+        return [{"round": number, "variant": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]}]
+    tfprov_node, script_node = sorted(n["name"] for n in local_nodes(cloud_mod.default_name()))
+    env = script_env(labels(script_node), req)
+
+    def tfprov_run(kind):
+        run = converge.measure_run(1, kind, ["--limit", tfprov_node], runs_dir)
+        return {k: run[k] for k in ("wall_s", "rc", "changed", "controller_cpu_s") if k in run} | (
+            {"output_tail": run["output_tail"]} if "output_tail" in run else {})
+
+    variants = {"tfprov": tfprov_run, "script": lambda kind: run_script(script_node, env)}
+    order = ["tfprov", "script"] if number % 2 else ["script", "tfprov"]
+    runs = []
+    for kind in ("fresh", "noop"):
+        for variant in order:
+            runs.append({"round": number, "variant": variant, "kind": kind, **variants[variant](kind)})
+            print(json.dumps({k: v for k, v in runs[-1].items() if k != "output_tail"}), file=sys.stderr, flush=True)
+    return runs
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per variant and kind, the range of wall times of the measured rounds (round 0 warms the caches), and
+    tfprov's fresh wall over the script's in each round."""
+    measured = [r for r in runs if r.get("round", 0) > 0 and r.get("rc") == 0 and "kind" in r]
+    out: dict = {}
+    for variant in ("tfprov", "script"):
+        for kind in ("fresh", "noop"):
+            walls = sorted(r["wall_s"] for r in measured if r["variant"] == variant and r["kind"] == kind)
+            if walls:
+                out[f"{variant}_{kind}_wall_s"] = [walls[0], walls[-1]]
+    ratios = []
+    for number in sorted({r["round"] for r in measured}):
+        fresh = {r["variant"]: r["wall_s"] for r in measured if r["round"] == number and r["kind"] == "fresh"}
+        if {"tfprov", "script"} <= set(fresh):
+            ratios.append(round(fresh["tfprov"] / fresh["script"], 2))
+    if ratios:
+        out["fresh_tfprov_over_script"] = ratios
+        out["fresh_within_target"] = max(ratios) <= TARGET_FRESH_OVER_SCRIPT
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3, help="measured rounds, after one that warms the caches")
+    parser.add_argument("--runs-dir", help="keep the run directories here (default: a temporary directory)")
+    parser.add_argument("--out", help="write the JSON here too")
+    args = parser.parse_args(argv)
+    req = requirement()
+    runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="tfprov-node-vs-script-") as tmp:
+        runs_dir = Path(args.runs_dir or tmp)
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for number in range(args.rounds + 1):
+                runs.extend(one_round(number, runs_dir, req))
+                if any(r.get("rc") for r in runs):
+                    break
+        finally:
+            converge.tfprov("down", "local", runs_dir=runs_dir)
+    return converge.emit({"cpus": os.cpu_count(), "requirement": req, "runs": runs, "summary": summary(runs)},
+                         args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
