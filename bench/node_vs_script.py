@@ -3,7 +3,8 @@
 Prints JSON.
 
 A benchmark, not a test: it measures. Each round starts two fresh nodes (`tfprov up local --nodes 2 --network
-private`, the plain node image: nothing installed) and runs, in an order that alternates between rounds:
+private`, the plain node image: nothing installed), waits for both to finish booting, fills the pip cache's index
+pages (warm_pip_index), and runs, in an order that alternates between rounds:
 - `tfprov`: `tfprov run node --limit <node 1>` (resolve, preflight, the roles, the admission gate, the quick check);
 - `script`: on node 2, through `docker exec`, what a user would type instead (SCRIPT): apt-get update and
   install python3-venv and python3-pip, a venv, pip install of the same TensorFlow requirement from the same pip
@@ -80,6 +81,16 @@ def labels(node: str) -> dict[str, str]:
     return json.loads(out)
 
 
+def warm_pip_index(index: str, host: str, req: str) -> None:
+    """proxpi keeps PyPI's index pages in memory only: the gateway `up` starts has none, and whichever variant ran
+    first would fetch the whole tree's pages from PyPI (seen: 10-20 s more for the first). Resolved once from the
+    controller, inside the lab namespace (pip --dry-run: nothing installed, no pip cache), before either runs."""
+    subprocess.run(["ip", "netns", "exec", f"tfprov-{cloud_mod.default_name()}", sys.executable, "-m", "pip",
+                    "install", "--dry-run", "--ignore-installed", "--no-cache-dir", "--quiet",
+                    "--disable-pip-version-check", "--index-url", index, "--trusted-host", host, req],
+                   capture_output=True)
+
+
 def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
     """Two fresh nodes; each variant's fresh and no-op runs, the order alternating with the round's number."""
     converge.tfprov("down", "local", runs_dir=runs_dir)
@@ -87,7 +98,10 @@ def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
     if up.returncode:
         return [{"round": number, "variant": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]}]
     tfprov_node, script_node = sorted(n["name"] for n in local_nodes(cloud_mod.default_name()))
+    for node in (tfprov_node, script_node):  # what runs first would otherwise share the CPUs with both boots
+        subprocess.run(["docker", "exec", node, "systemctl", "is-system-running", "--wait"], capture_output=True)
     env = script_env(labels(script_node), req)
+    warm_pip_index(env["INDEX"], env["INDEX_HOST"], req)
 
     def tfprov_run(kind):
         run = converge.measure_run(1, kind, ["--limit", tfprov_node], runs_dir)
