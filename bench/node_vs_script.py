@@ -75,17 +75,12 @@ def run_script(node: str, env: dict[str, str]) -> dict:
             **({"output_tail": (proc.stdout + proc.stderr)[-1500:]} if proc.returncode else {})}
 
 
-def labels(node: str) -> dict[str, str]:
-    out = subprocess.run(["docker", "inspect", "--format", "{{json .Config.Labels}}", node],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
-
-
 def warm_pip_index(index: str, host: str, req: str) -> None:
     """proxpi keeps PyPI's index pages in memory only: the gateway `up` starts has none, and whichever variant ran
-    first would fetch the whole tree's pages from PyPI (seen: 10-20 s more for the first). Resolved once from the
-    controller, inside the lab namespace (pip --dry-run: nothing installed, no pip cache), before either runs."""
-    subprocess.run(["ip", "netns", "exec", f"tfprov-{cloud_mod.default_name()}", sys.executable, "-m", "pip",
+    first would fetch the whole tree's pages from PyPI. Resolved once from the controller, inside the lab namespace
+    (pip --dry-run: nothing installed, no pip cache), before either runs."""
+    namespace = cloud_mod.Cloud(cloud_mod.default_name()).namespace
+    subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-m", "pip",
                     "install", "--dry-run", "--ignore-installed", "--no-cache-dir", "--quiet",
                     "--disable-pip-version-check", "--index-url", index, "--trusted-host", host, req],
                    capture_output=True)
@@ -97,10 +92,11 @@ def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
     up = converge.tfprov("up", "local", "--nodes", "2", "--network", "private", runs_dir=runs_dir)
     if up.returncode:
         return [{"round": number, "variant": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]}]
-    tfprov_node, script_node = sorted(n["name"] for n in local_nodes(cloud_mod.default_name()))
+    first, second = local_nodes(cloud_mod.default_name())  # by index
+    tfprov_node, script_node = first["name"], second["name"]
     for node in (tfprov_node, script_node):  # what runs first would otherwise share the CPUs with both boots
         subprocess.run(["docker", "exec", node, "systemctl", "is-system-running", "--wait"], capture_output=True)
-    env = script_env(labels(script_node), req)
+    env = script_env(second["labels"], req)
     warm_pip_index(env["INDEX"], env["INDEX_HOST"], req)
 
     def tfprov_run(kind):
