@@ -1,9 +1,10 @@
 """`tfprov run node` on one local container node on the private network, reached as cloud VMs are: over SSH through
 the jump as the sudo user `debian` (the plays become root where they change the node), with pipelining. TensorFlow
 from PyPI through the gateway's pip cache (the node has no other way out; apt goes through the gateway's proxy and its
-apt cache, with the host's CA bundle) and the quick check that ends the run; a second run changes nothing, reuses
-that check and leaves the profile file alone; a package added to the environment brings the check back and an edited
-profile file is written again; then `tfprov bench`: the bench table, JSON and PNG."""
+apt cache, with the host's CA bundle), its bytecode compiled by the role on the node's cores (every file, as pip
+would) and the quick check that ends the run; a second run changes nothing, reuses that check and leaves the profile
+file alone; a package added to the environment brings the check back and an edited profile file is written again;
+then `tfprov bench`: the bench table, JSON and PNG."""
 
 import json
 import os
@@ -48,6 +49,19 @@ def task_results(runs_dir, task: str) -> list[str]:
 
 
 PROFILE_TASK = "Tell users where the TensorFlow environment is"
+COMPILE_TASK = "Compile the installed packages' bytecode on all the node's cores"
+# The environment's .py files without the bytecode Python would load for them: pip installs with --no-compile and
+# the role compiles everything after it, so none is left to compile at first import (as a user who cannot write the
+# root-owned environment would have to, at every start).
+UNCOMPILED = ("import importlib.util, pathlib, sysconfig; site = pathlib.Path(sysconfig.get_paths()['purelib']); "
+              "print(sum(1 for p in site.rglob('*.py') if not pathlib.Path(importlib.util.cache_from_source(str(p)))"
+              ".exists()), sum(1 for _ in site.rglob('*.py')))")
+
+
+def uncompiled_and_all() -> tuple[int, int]:
+    out = subprocess.run(["docker", "exec", "tfprov-itest-1", "/opt/tfprov/envs/tf/bin/python", "-c", UNCOMPILED],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), int(out[1])
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +94,10 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     assert check["tensorflow"]["version"] == resolve_stack(load_matrix(), "latest")["tensorflow_patch"]
     assert check["problems"] == []
     assert {r["device"] for r in check["results"]} == {"/CPU:0"} and all(r["ok"] for r in check["results"])
+    # pip left the bytecode to the role, which compiled all of it on the node's cores.
+    assert task_results(node, COMPILE_TASK) == ["changed"]
+    uncompiled, sources = uncompiled_and_all()
+    assert sources > 1000 and uncompiled == 0, (uncompiled, sources)
     print(f"\nrun node over SSH: {seconds:.0f} s")
 
 
@@ -94,6 +112,7 @@ def test_a_second_run_changes_nothing(node):
     assert check["reused_from"] and check["results"] == first["data"]["gpu_check"]["results"], check
     # The profile file was found as the role writes it by the environment's read: copy did not run at all.
     assert task_results(node, PROFILE_TASK) == ["skipped"]
+    assert task_results(node, COMPILE_TASK) == ["skipped"]  # pip did not run
     print(f"\nsecond run node over SSH: {seconds:.0f} s, changed={host['changed']}")
 
 
