@@ -12,7 +12,10 @@ pages (warm_pip_index), and runs, in an order that alternates between rounds:
 then each again on the same node (`noop`: tfprov's no-op run; the script re-run: apt and pip find everything).
 Both go through the same gateway (its proxy, pip cache and apt cache); a warm-up round first fills the caches, so
 no variant pays for a download from outside. The summary gives, per variant and kind, the range of wall times, and
-tfprov's fresh wall over the script's in the same round (target: 1.2 at most).
+tfprov's fresh wall over the script's in the same round (target: 1.2 at most). Each run also records the CPU time
+its node used (its container's cgroup) and, for tfprov, the controller's, and the summary sets tfprov's CPU (node
+and controller) against the script's node CPU, round by round: how much more work tfprov does, which wall time
+alone does not say (on this shared machine both vary by about half between rounds).
 
 Run it alone (it replaces the local cloud), from the checkout:
     .venv/bin/python bench/node_vs_script.py --rounds 3 --out node-vs-script.json
@@ -31,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import converge_scale as converge  # noqa: E402 - the sibling benchmark's helpers
+from check_reuse import container_cpu_seconds  # noqa: E402
 
 from tfprov.local import cloud as cloud_mod  # noqa: E402
 from tfprov.local.nodes import local_nodes  # noqa: E402
@@ -105,33 +109,51 @@ def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
             {"output_tail": run["output_tail"]} if "output_tail" in run else {})
 
     variants = {"tfprov": tfprov_run, "script": lambda kind: run_script(script_node, env)}
+    containers = dict(zip(("tfprov", "script"), subprocess.run(
+        ["docker", "inspect", "-f", "{{.Id}}", tfprov_node, script_node], capture_output=True, text=True,
+        check=True).stdout.split(), strict=True))
     order = ["tfprov", "script"] if number % 2 else ["script", "tfprov"]
     runs = []
     for kind in ("fresh", "noop"):
         for variant in order:
-            runs.append({"round": number, "variant": variant, "kind": kind, **variants[variant](kind)})
+            before = container_cpu_seconds(containers[variant])
+            result = variants[variant](kind)
+            node_cpu = round(container_cpu_seconds(containers[variant]) - before, 1)
+            runs.append({"round": number, "variant": variant, "kind": kind, **result, "node_cpu_s": node_cpu})
             print(json.dumps({k: v for k, v in runs[-1].items() if k != "output_tail"}), file=sys.stderr, flush=True)
     return runs
 
 
+def cpu_seconds(run: dict) -> float:
+    """All the CPU a run cost: its node's, and for tfprov the controller's too (the script's `docker exec` client
+    costs next to nothing)."""
+    return run["node_cpu_s"] + run.get("controller_cpu_s", 0.0)
+
+
 def summary(runs: list[dict]) -> dict:
-    """Per variant and kind, the range of wall times of the measured rounds (round 0 warms the caches), and
-    tfprov's fresh wall over the script's in each round."""
+    """Per variant and kind, the range of wall times (and of CPU times) of the measured rounds (round 0 warms the
+    caches), and tfprov's fresh wall (and CPU) over the script's in each round."""
     measured = [r for r in runs if r.get("round", 0) > 0 and r.get("rc") == 0 and "kind" in r]
     out: dict = {}
-    for variant in ("tfprov", "script"):
-        for kind in ("fresh", "noop"):
-            walls = sorted(r["wall_s"] for r in measured if r["variant"] == variant and r["kind"] == kind)
-            if walls:
-                out[f"{variant}_{kind}_wall_s"] = [walls[0], walls[-1]]
-    ratios = []
+    for figure, value in (("wall_s", lambda r: r["wall_s"]), ("cpu_s", cpu_seconds)):
+        for variant in ("tfprov", "script"):
+            for kind in ("fresh", "noop"):
+                found = sorted(round(value(r), 1) for r in measured if r["variant"] == variant and r["kind"] == kind
+                               and (figure == "wall_s" or "node_cpu_s" in r))
+                if found:
+                    out[f"{variant}_{kind}_{figure}"] = [found[0], found[-1]]
+    ratios, cpu_ratios = [], []
     for number in sorted({r["round"] for r in measured}):
-        fresh = {r["variant"]: r["wall_s"] for r in measured if r["round"] == number and r["kind"] == "fresh"}
+        fresh = {r["variant"]: r for r in measured if r["round"] == number and r["kind"] == "fresh"}
         if {"tfprov", "script"} <= set(fresh):
-            ratios.append(round(fresh["tfprov"] / fresh["script"], 2))
+            ratios.append(round(fresh["tfprov"]["wall_s"] / fresh["script"]["wall_s"], 2))
+            if all("node_cpu_s" in r for r in fresh.values()):
+                cpu_ratios.append(round(cpu_seconds(fresh["tfprov"]) / cpu_seconds(fresh["script"]), 2))
     if ratios:
         out["fresh_tfprov_over_script"] = ratios
         out["fresh_within_target"] = max(ratios) <= TARGET_FRESH_OVER_SCRIPT
+    if cpu_ratios:
+        out["fresh_cpu_tfprov_over_script"] = cpu_ratios
     return out
 
 

@@ -44,3 +44,18 @@ def test_summary_leaves_out_the_warm_up_round_and_pairs_each_rounds_fresh_runs()
     assert node_vs_script.summary(runs)["fresh_within_target"] is True
     assert node_vs_script.summary([run(1, "tfprov", "fresh", 40.0, rc=1), run(1, "script", "fresh", 34.0)]) == {
         "script_fresh_wall_s": [34.0, 34.0]}  # a failed run is no figure
+
+
+def test_summary_sets_tfprovs_node_and_controller_cpu_against_the_scripts_node_cpu():
+    def timed(number, variant, kind, wall, node_cpu, controller_cpu=None):
+        found = run(number, variant, kind, wall) | {"node_cpu_s": node_cpu}
+        return found | ({"controller_cpu_s": controller_cpu} if controller_cpu is not None else {})
+
+    runs = [timed(1, "tfprov", "fresh", 50.0, 30.0, 10.0), timed(1, "script", "fresh", 40.0, 32.0),
+            timed(1, "tfprov", "noop", 9.0, 2.2, 6.5), timed(1, "script", "noop", 4.2, 1.5),
+            timed(2, "script", "fresh", 30.0, 33.0), timed(2, "tfprov", "fresh", 55.0, 31.0, 11.0)]
+    found = node_vs_script.summary(runs)
+    assert found["fresh_tfprov_over_script"] == [1.25, 1.83]
+    assert found["fresh_cpu_tfprov_over_script"] == [1.25, 1.27]  # node and controller over the script's node
+    assert found["tfprov_fresh_cpu_s"] == [40.0, 42.0] and found["script_fresh_cpu_s"] == [32.0, 33.0]
+    assert found["tfprov_noop_cpu_s"] == [8.7, 8.7] and found["script_noop_cpu_s"] == [1.5, 1.5]
