@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,9 +31,7 @@ IMPORT_EVERY_RUN = ["-e", "tensorflow_gpu_check_reuse_hours=0"]
 
 def node_containers() -> list[str]:
     """The full ids of the local cloud's node containers (their cgroups are named by id)."""
-    names = [node["name"] for node in local_nodes()]
-    return subprocess.run(["docker", "inspect", "-f", "{{.Id}}", *names], capture_output=True, text=True,
-                          check=True).stdout.split() if names else []
+    return [node["id"] for node in local_nodes()]
 
 
 def container_cpu_seconds(container: str) -> float:

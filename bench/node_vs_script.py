@@ -109,9 +109,7 @@ def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
             {"output_tail": run["output_tail"]} if "output_tail" in run else {})
 
     variants = {"tfprov": tfprov_run, "script": lambda kind: run_script(script_node, env)}
-    containers = dict(zip(("tfprov", "script"), subprocess.run(
-        ["docker", "inspect", "-f", "{{.Id}}", tfprov_node, script_node], capture_output=True, text=True,
-        check=True).stdout.split(), strict=True))
+    containers = {"tfprov": first["id"], "script": second["id"]}
     order = ["tfprov", "script"] if number % 2 else ["script", "tfprov"]
     runs = []
     for kind in ("fresh", "noop"):

@@ -170,14 +170,14 @@ def image_suite(image: str, suite: str | None) -> str:
 
 
 def _containers(label: str) -> list[dict]:
-    """Containers with this label (key=value), running or not, by index, with their labels (from inspect: a
-    label's value may hold commas, which `docker ps` would cut at)."""
+    """Containers with this label (key=value), running or not, by index, with their full id (their cgroup's name)
+    and labels (from inspect: a label's value may hold commas, which `docker ps` would cut at)."""
     ids = docker("ps", "-aq", "--filter", f"label={label}", what="docker ps").split()
     if not ids:
         return []
     found = json.loads(docker("inspect", *ids, what="docker inspect") or "[]")
-    entries = [{"name": c["Name"].lstrip("/"), "state": c["State"]["Status"], "labels": c["Config"]["Labels"] or {}}
-               for c in found]
+    entries = [{"name": c["Name"].lstrip("/"), "id": c["Id"], "state": c["State"]["Status"],
+                "labels": c["Config"]["Labels"] or {}} for c in found]
     return sorted(entries, key=lambda n: int(n["labels"].get("tfprov.index", 0)))
 
 
