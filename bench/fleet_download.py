@@ -16,6 +16,10 @@ network: the gateway is their only way out):
   the apt cache, SSH), their sum, and what one node received: without the caches each node fetches its share from
   outside itself;
 - wall_s and controller_cpu_s of the run (converge_scale's measure_run).
+With --cache-node, each cloud also has a node of role cache (the cluster's pip cache, as a cloud spec's `cache`
+role makes one: roles/package_cache), whose upstream is the gateway's pip cache: the N nodes' pip goes through it.
+Then cache_node_rx_bytes is what that node received (its fetches from upstream, apt and SSH: what a cloud cluster
+takes from outside), and node_rx_bytes are the N nodes' alone.
 The summary gives the targets of one download per fleet: bytes from outside for N nodes over 1 node's (8 nodes
 within 5 %), the same for PyPI alone, and wall for 4 nodes over 1 node's (within 2x on a 2-core machine).
 
@@ -37,7 +41,7 @@ import converge_scale as converge  # noqa: E402 - the sibling benchmark's helper
 
 from tfprov.local import cloud as cloud_mod  # noqa: E402
 from tfprov.local.gateway import PYPI_HOSTS  # noqa: E402
-from tfprov.local.nodes import local_nodes  # noqa: E402
+from tfprov.local.nodes import assign_roles, local_nodes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_BYTES_8_OVER_1 = 1.05
@@ -79,23 +83,33 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.is_file() else 0
 
 
+def up_args(nodes: int, cache_node: bool) -> list[str]:
+    """`tfprov up local` for N nodes of the usual layout, and a cache node first when asked."""
+    if not cache_node:
+        return ["--nodes", str(nodes), "--network", "private"]
+    return ["--nodes", str(nodes + 1), "--roles", ",".join(["cache", *assign_roles(nodes)]), "--network", "private"]
+
+
 def measure(nodes: int, runs_dir: Path, cache: Path, extra: list[str]) -> dict:
     cloud = cloud_mod.default_name()
     state = ROOT / ".tfprov" / "local" / "clouds" / cloud
     proxy_log, apt_log = state / "proxy.log", state / "apt-cache" / "apt-cacher.log"
-    names = [n["name"] for n in local_nodes(cloud)]
-    rx0 = {n: rx_bytes(n) for n in names}
+    found = local_nodes(cloud)
+    names = [n["name"] for n in found if n["labels"].get("tfprov.role") != "cache"]
+    cache_node = [n["name"] for n in found if n["labels"].get("tfprov.role") == "cache"]
+    rx0 = {n: rx_bytes(n) for n in names + cache_node}
     log_offset, apt_offset = _size(proxy_log), _size(apt_log)
     stored0 = stored_bytes(cache)
     run = converge.measure_run(nodes, "fresh", extra, runs_dir)
     received = {n: rx_bytes(n) - rx0[n] for n in names}
+    via_cache = {"cache_node_rx_bytes": rx_bytes(cache_node[0]) - rx0[cache_node[0]]} if cache_node else {}
     debian = apt_cache_bytes(apt_log, apt_offset)
     from_pypi = stored_bytes(cache) - stored0
     return {**{k: v for k, v in run.items() if k != "output_tail"},
             "from_pypi_bytes": from_pypi, **debian, "from_outside_bytes": from_pypi + debian["from_debian_bytes"],
             "pypi_around_the_cache": proxy_connections_to_pypi(proxy_log, log_offset),
             "node_rx_bytes": received, "node_rx_total_bytes": sum(received.values()),
-            "node_rx_max_bytes": max(received.values(), default=0),
+            "node_rx_max_bytes": max(received.values(), default=0), **via_cache,
             **({"output_tail": run["output_tail"]} if "output_tail" in run else {})}
 
 
@@ -124,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-wait", type=float, default=600, help="seconds to wait for --wait-load at most")
     parser.add_argument("--runs-dir", help="keep the run directories here (default: a temporary directory)")
     parser.add_argument("--out", help="write the JSON here too")
+    parser.add_argument("--cache-node", action="store_true",
+                        help="add a node of role cache: the N nodes' pip goes through it (the cloud layout)")
     parser.add_argument("-e", dest="extra_vars", action="append", default=[], help="extra variables for the runs")
     args = parser.parse_args(argv)
     extra = [arg for var in args.extra_vars for arg in ("-e", var)]
@@ -138,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ["TFPROV_PIP_CACHE_DIR"] = str(cache)
                 os.environ["TFPROV_APT_CACHE_DIR"] = str(Path(tmp) / f"apt-cache-{nodes}")  # empty too
                 converge.tfprov("down", "local", runs_dir=runs_dir)
-                up = converge.tfprov("up", "local", "--nodes", str(nodes), "--network", "private", runs_dir=runs_dir)
+                up = converge.tfprov("up", "local", *up_args(nodes, args.cache_node), runs_dir=runs_dir)
                 if up.returncode:
                     runs.append({"nodes": nodes, "run": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]})
                     break
@@ -148,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
         finally:
             converge.tfprov("down", "local", runs_dir=runs_dir)
-    return converge.emit({"cpus": os.cpu_count(), "runs": runs, "summary": summary(runs)}, args.out)
+    return converge.emit({"cpus": os.cpu_count(), "cache_node": args.cache_node, "runs": runs,
+                          "summary": summary(runs)}, args.out)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ extends_documentation_fragment:
 - amazon.aws.assume_role.plugins
 description:
 - 'The amazon.aws.aws_ec2 inventory (its code, options and cache) with tfprov''s group contract
-  and GPU vars added in Python for every instance tagged C(tfprov:cluster): groups C(tfprov_nodes),
-  C(tfprov_<role>) (tag C(tfprov:role)), C(gpu_<family>) and C(gpu_<model>) when it differs;
+  and GPU vars added in Python for every instance tagged C(tfprov:cluster): groups C(tfprov_nodes)
+  (all but the package cache node), C(tfprov_<role>) (tag C(tfprov:role)), C(gpu_<family>) and C(gpu_<model>)
+  when it differs;
   host vars C(tfprov_node_role), C(tfprov_cluster), C(tfprov_gpu_model), C(tfprov_gpu_family),
   C(tfprov_gpu_count), C(tfprov_gpu_nvlink), C(tfprov_tf_address), C(tfprov_tf_port), C(tfprov_zone),
   C(tfprov_instance_type), C(tfprov_provider), C(tfprov_market), C(tfprov_booted_from_image).'
@@ -233,6 +234,7 @@ def tfprov_vars(host_vars):
     if not cluster:
         return None
     gpu = instance_gpu(host_vars.get("instance_type") or "", "aws")
+    role = tags.get("tfprov:role") or ""
     try:
         port = int(tags.get("tfprov:tf-port") or DEFAULT_TF_PORT)
     except ValueError:
@@ -259,9 +261,11 @@ def tfprov_vars(host_vars):
         "tfprov_gpu_family": gpu["family"],
         "tfprov_gpu_count": gpu["count"],
         "tfprov_gpu_nvlink": gpu["nvlink"],
-    }, ["tfprov_nodes"] + (["tfprov_" + tags["tfprov:role"]] if tags.get("tfprov:role") else []) + gpu["groups"]
+    }, ([] if role == CACHE_ROLE else ["tfprov_nodes"]) + (["tfprov_" + role] if role else []) + gpu["groups"]
 
 
+# The cluster's package cache node (group tfprov_cache) serves the nodes; it is not one of them (tfprov_nodes).
+CACHE_ROLE = "cache"
 LISTED_GROUP = "aws_ec2"  # amazon.aws.aws_ec2 puts every host it lists in this group
 
 

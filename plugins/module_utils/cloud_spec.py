@@ -16,7 +16,7 @@ import re
 
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import cloud_gpu
 
-ROLES = ("chief", "worker", "ps", "evaluator", "serving")
+ROLES = ("chief", "worker", "ps", "evaluator", "serving", "cache")
 GPU_ROLES = ("chief", "worker")
 PROVIDERS = ("aws", "gcp")
 MIN_DISK_GB = 25
@@ -39,6 +39,8 @@ _GCP_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 DEFAULT_SUBNET_CIDR = "10.128.0.0/20"
 # The roles the idle-stop guard applies to by default: a ps or a serving node waits at no load by design.
 DEFAULT_IDLE_STOP_ROLES = ["chief", "worker", "evaluator"]
+# The package cache's port (the package_cache role's package_cache_port), opened on the cache node to the members.
+CACHE_PORT = 3141
 # TF Serving's gRPC and REST ports (tf_serving's defaults), opened on serving nodes to the operator and the cluster.
 DEFAULT_SERVING_PORTS = [8500, 8501]
 _NO_GPU = {"model": "", "family": "", "count": 0, "nvlink": False}
@@ -172,6 +174,8 @@ def _nodes(spec, matrix, provider):
             raise SpecError("roles.chief.count is %d: a cluster has exactly one chief; set it to 1" % count)
         if role == "evaluator" and count != 1:
             raise SpecError("roles.evaluator.count is %d: TensorFlow runs at most one evaluator; set it to 1" % count)
+        if role == "cache" and count != 1:
+            raise SpecError("roles.cache.count is %d: one cache node serves the whole cluster; set it to 1" % count)
         machine, gpu = (_role_gpu_aws if provider == "aws" else _role_gpu_gcp)(matrix, role, entry, field)
         for index in range(count):
             nodes.append(dict(machine, name="%s-%s-%d" % (spec["name"], role, index), role=role, index=index,
@@ -373,6 +377,10 @@ def normalize(spec, matrix, provider=None):
         raise SpecError("cluster_port is %d: give a free TCP port other than 22, e.g. 2222" % out["cluster_port"])
     out["idle_stop_roles"] = _idle_stop_roles(spec.get("idle_stop_roles", DEFAULT_IDLE_STOP_ROLES))
     out["serving_ports"] = _serving_ports(spec.get("serving_ports", DEFAULT_SERVING_PORTS), out["cluster_port"])
+    if out["cluster_port"] == CACHE_PORT or CACHE_PORT in out["serving_ports"]:
+        raise SpecError("port %d is the package cache's: give cluster_port and serving_ports other ports"
+                        % CACHE_PORT)
+    out["cache_port"] = CACHE_PORT
     out["gcp_network"] = _gcp_network(spec) if kind == "gcp" else {}
     if not isinstance(out["tpus"], list):
         raise SpecError("tpus must be a list of {name, type, runtime_version, bucket}")

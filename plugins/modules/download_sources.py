@@ -22,7 +22,8 @@ options:
   sources:
     description: >-
       What to check: {name: the variable, value: the path or URL (empty: skipped), cached: a path on the node where
-      the download is kept (when it is there, the download is not needed and the value is not checked)}.
+      the download is kept (when it is there, the download is not needed and the value is not checked), fix: what
+      the refusal tells the user to do (default: fix the setting)}.
     type: list
     elements: dict
     required: true
@@ -151,7 +152,8 @@ def main():
         why = problem(source, params["ca_path"] or None, params["proxy"] or None, params["timeout"],
                       params["attempts"])
         if why:
-            module.fail_json(msg=why + ": fix the setting (a path on the node, or a URL the node can reach)", **seen)
+            fix = source.get("fix") or "fix the setting (a path on the node, or a URL the node can reach)"
+            module.fail_json(msg="%s: %s" % (why, fix), **seen)
     module.exit_json(changed=False, **seen)
 
 

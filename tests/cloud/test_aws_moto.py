@@ -190,15 +190,18 @@ def test_up_creates_the_tagged_nodes_in_the_next_zone_then_nothing_more_and_down
     assert [k for k in ec2.describe_key_pairs()["KeyPairs"] if k["KeyName"] == "tfprov-moto"] == []
 
 
-def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_the_members(
+def test_serving_and_cache_ports_are_opened_on_their_nodes_only_to_the_operator_and_the_members(
         capsys, ec2, write_spec):
     spec = write_spec("serve", idle_stop_minutes=30, roles={"chief": {"count": 1, "type": "g4dn.xlarge"},
-                                                            "serving": {"count": 1, "type": "m5.xlarge"}})
+                                                            "serving": {"count": 1, "type": "m5.xlarge"},
+                                                            "cache": {"count": 1, "type": "m5.large"}})
     rc, _, err = tfprov(capsys, "up", "aws", "--spec", spec)
     assert rc == 0, err
     groups = {g["GroupName"]: g for g in ec2.describe_security_groups(
-        Filters=[{"Name": "group-name", "Values": ["tfprov-serve", "tfprov-serve-serving"]}])["SecurityGroups"]}
-    cluster, serving = groups["tfprov-serve"]["GroupId"], groups["tfprov-serve-serving"]
+        Filters=[{"Name": "group-name", "Values": ["tfprov-serve", "tfprov-serve-serving", "tfprov-serve-cache"]}])[
+        "SecurityGroups"]}
+    cluster, serving, cache = (groups["tfprov-serve"]["GroupId"], groups["tfprov-serve-serving"],
+                               groups["tfprov-serve-cache"])
     opened = {(r["FromPort"], r["ToPort"]): r for r in serving["IpPermissions"]}
     assert set(opened) == {(8500, 8500), (8501, 8501)}
     for rule in opened.values():
@@ -206,11 +209,17 @@ def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_
         assert [pair["GroupId"] for pair in rule["UserIdGroupPairs"]] == [cluster]
     by_role = {next(t["Value"] for t in i["Tags"] if t["Key"] == "tfprov:role"):
                sorted(g["GroupId"] for g in i["NetworkInterfaces"][0]["Groups"]) for i in instances(ec2, "serve")}
-    assert by_role == {"chief": [cluster], "serving": sorted([cluster, serving["GroupId"]])}
+    # The package cache's port: from the cluster's members only, never the operator or the world.
+    [cache_rule] = cache["IpPermissions"]
+    assert (cache_rule["FromPort"], cache_rule["ToPort"], cache_rule["IpRanges"], cache_rule.get("Ipv6Ranges")) == (
+        3141, 3141, [], [])
+    assert [pair["GroupId"] for pair in cache_rule["UserIdGroupPairs"]] == [cluster]
+    assert by_role == {"chief": [cluster], "serving": sorted([cluster, serving["GroupId"]]),
+                       "cache": sorted([cluster, cache["GroupId"]])}
     # The idle-stop guard's minutes: the chief's, and 0 on the serving node (idle on load by design).
     tags = [{t["Key"]: t["Value"] for t in i["Tags"]} for i in instances(ec2, "serve")]
     minutes = {t["tfprov:role"]: t["tfprov:idle-stop-minutes"] for t in tags}
-    assert minutes == {"chief": "30", "serving": "0"}
+    assert minutes == {"chief": "30", "serving": "0", "cache": "0"}
     # Another cluster in the account: the inventory `up` wrote for this one lists this one's nodes only.
     other = instances(ec2, "serve")[0]
     ec2.run_instances(ImageId=other["ImageId"], InstanceType="m5.xlarge", MinCount=1, MaxCount=1,
@@ -221,12 +230,16 @@ def test_serving_ports_are_opened_on_the_serving_nodes_only_to_the_operator_and_
     listing = subprocess.run([str(ROOT / ".venv/bin/ansible-inventory"), "-i", str(own), "--list", "--flush-cache"],
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert listing.returncode == 0, listing.stderr
-    hosts = sorted(plain(json.loads(listing.stdout))["_meta"]["hostvars"])
-    assert [h.split("_")[0] for h in hosts] == ["serve-chief-0", "serve-serving-0"], hosts
-    assert all(8500 not in (r["FromPort"], r["ToPort"]) for r in groups["tfprov-serve"]["IpPermissions"])
+    listed = plain(json.loads(listing.stdout))
+    hosts = sorted(listed["_meta"]["hostvars"])
+    assert [h.split("_")[0] for h in hosts] == ["serve-cache-0", "serve-chief-0", "serve-serving-0"], hosts
+    # The cache node serves the nodes: in tfprov_cache, not among the nodes the stack goes on.
+    assert [h.split("_")[0] for h in listed["tfprov_cache"]["hosts"]] == ["serve-cache-0"]
+    assert sorted(h.split("_")[0] for h in listed["tfprov_nodes"]["hosts"]) == ["serve-chief-0", "serve-serving-0"]
+    assert all({8500, 3141}.isdisjoint((r["FromPort"], r["ToPort"])) for r in groups["tfprov-serve"]["IpPermissions"])
 
     rc, _, err = tfprov(capsys, "down", "aws", "--spec", spec)
     assert rc == 0, err
     assert ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [
-        "tfprov-serve", "tfprov-serve-serving"]}])["SecurityGroups"] == []
+        "tfprov-serve", "tfprov-serve-serving", "tfprov-serve-cache"]}])["SecurityGroups"] == []
     assert not own.exists()

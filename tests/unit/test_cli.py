@@ -76,7 +76,7 @@ def test_plan_list(capsys):
         (["run", "node", "--job-arg=--epochs=3"], "--job-arg applies to plans that run cluster.yml"),
         (["run", "cluster", "--job", "/no/such/train.py"], "--job /no/such/train.py does not exist"),
         (["up", "local", "--nodes", "2", "--roles", "chief,gpu"], "unknown node role 'gpu': use chief, worker, ps, "
-                                                                  "evaluator or serving"),
+                                                                  "evaluator, serving or cache"),
         (["up", "local", "--nodes", "2", "--roles", "chief"], "--roles names 1 roles for 2 nodes"),
     ],
 )
@@ -125,8 +125,12 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check_and_the_gate(cap
     plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
     assert plays[0].startswith("- tfprov_nodes: Check every node and resolve its whole stack before anything changes")
     assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
+    # The cluster's package cache when the inventory has one (tfprov_cache), then the nodes' pip pointed at it.
+    assert plays[1] == "- tfprov_cache: Run the cluster's package cache on its tfprov_cache node  [roles: " \
+                       "tfprov.gpu.package_cache]"
+    assert plays[2] == "- tfprov_nodes: Point the nodes' pip at the cluster's package cache"
     assert ("[roles: tfprov.gpu.nvidia_driver, tfprov.gpu.miniconda, tfprov.gpu.cuda, tfprov.gpu.cudnn, "
-            "tfprov.gpu.dcgm, tfprov.gpu.tensorflow_gpu]") in plays[1]  # through tasks/stack.yml, the stack's one order
+            "tfprov.gpu.dcgm, tfprov.gpu.tensorflow_gpu]") in plays[3]  # through tasks/stack.yml, the stack's one order
     assert plays[-3].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
     assert plays[-2].startswith("- tfprov_nodes: Admit only nodes whose GPUs are fit")
     assert plays[-1].startswith("- tfprov_nodes: Check that no node rebooted during the run")

@@ -78,3 +78,13 @@ def test_host_network_serving_nodes_keep_the_hosts_network_untouched():
 
 def test_modules_are_piped_through_the_exec_not_copied_into_the_node():
     assert DOCKER["compose"]["ansible_pipelining"] == "true"
+
+
+def test_the_cache_node_is_in_tfprov_cache_and_not_among_the_nodes_the_stack_goes_on():
+    for inventory in (DOCKER, SSH):
+        is_node = jinja2.Environment().compile_expression(inventory["groups"]["tfprov_nodes"])
+        assert not is_node(docker_config={"Labels": {"tfprov.role": "cache"}})
+        assert all(is_node(docker_config={"Labels": {"tfprov.role": role}})
+                   for role in ("chief", "worker", "ps", "evaluator", "serving"))
+        assert {"key": "docker_config.Labels['tfprov.role']", "prefix": "tfprov", "separator": "_"} in \
+            inventory["keyed_groups"]

@@ -28,8 +28,12 @@ def test_default_roles(count, roles):
 def test_explicit_roles_are_checked():
     assert nodes.assign_roles(2, ["worker", "worker"]) == ["worker", "worker"]
     assert nodes.assign_roles(3, ["chief", "worker", "evaluator"]) == ["chief", "worker", "evaluator"]
-    with pytest.raises(TfprovError, match="unknown node role 'gpu': use chief, worker, ps, evaluator or serving"):
+    with pytest.raises(TfprovError, match="unknown node role 'gpu': use chief, worker, ps, evaluator, serving or "
+                                          "cache"):
         nodes.assign_roles(1, ["gpu"])
+    assert nodes.assign_roles(2, ["cache", "chief"]) == ["cache", "chief"]
+    with pytest.raises(TfprovError, match="names 2 cache nodes: give one"):
+        nodes.assign_roles(3, ["cache", "chief", "cache"])
     with pytest.raises(TfprovError, match="names 1 roles for 2 nodes"):
         nodes.assign_roles(2, ["chief"])
     with pytest.raises(TfprovError, match="at least 1"):

@@ -1,13 +1,17 @@
-"""The local cloud's pip cache: proxpi's file cache, asked for one file by many nodes at once, fetches it once and
-sends nobody to PyPI (tfprov.local.pip_cache_server; proxpi 1.3.1 alone let a second asker join a download thread
-that had not started and redirected it to PyPI)."""
+"""The pip cache: proxpi's file cache, asked for one file by many nodes at once, fetches it once and sends nobody to
+PyPI (roles/package_cache/files/pip_cache_server.py, run by the local cloud's gateway and by the package_cache role
+on a cluster's cache node; proxpi 1.3.1 alone let a second asker join a download thread that had not started and
+redirected it to PyPI)."""
 
+import runpy
 import threading
 import time
+from pathlib import Path
 
 from proxpi import _cache
 
-import tfprov.local.pip_cache_server  # noqa: F401 - installs the once-per-file download
+# Loading the file installs the once-per-file download into proxpi's cache class.
+runpy.run_path(str(Path(__file__).parents[2] / "roles" / "package_cache" / "files" / "pip_cache_server.py"))
 
 URL = "https://files.pythonhosted.org/packages/aa/bb/tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_17_x86_64.whl"
 BODY = b"wheel bytes " * 1000

@@ -9,10 +9,11 @@ through the controller, so tfprov's proxy and wheelhouse settings run for real.
   the host's namespace but on its loopback, and nothing is added to the host's network.
 - The wheelhouse (a directory of wheels, when there is one) is served read-only in the lab namespace at
   http://<gateway>:8080/, for pip's --find-links.
-- The pip cache (proxpi, a caching PyPI mirror, run by pip_cache_server) on the host's loopback, carried into the
-  lab at http://<gateway>:3141/index/ the same way as the proxy: the nodes' pip index (tfprov_pip_index_url). Each
-  file is fetched from PyPI once and kept in TFPROV_PIP_CACHE_DIR (/var/cache/tfprov/pip-cache), for every node of
-  every local cloud after; pip still checks each file against the sha256 PyPI's index gives.
+- The pip cache (proxpi, a caching PyPI mirror, run by the package_cache role's pip_cache_server.py) on the
+  host's loopback, carried into the lab at http://<gateway>:3141/index/ the same way as the proxy: the nodes' pip
+  index (tfprov_pip_index_url). Each file is fetched from PyPI once and kept in TFPROV_PIP_CACHE_DIR
+  (/var/cache/tfprov/pip-cache), for every node of every local cloud after; pip still checks each file against the
+  sha256 PyPI's index gives.
 - The apt cache (Debian's apt-cacher-ng) on the host's loopback, behind the proxy: tinyproxy sends what is asked
   of the Debian mirror (plain HTTP) to it as its upstream, so apt on the nodes uses it through the proxy settings it
   already has. Each file is fetched from the mirror once per cloud and kept in TFPROV_APT_CACHE_DIR
@@ -39,6 +40,7 @@ from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 from ..errors import TfprovError
+from ..project import project_root
 from .cloud import Cloud
 
 PROXY_PORT = 3128
@@ -50,7 +52,7 @@ PIP_CACHE_DIR = Path(os.environ.get("TFPROV_PIP_CACHE_DIR", "/var/cache/tfprov/p
 PIP_CACHE_ENV = {"PROXPI_DOWNLOAD_TIMEOUT": "1800", "PROXPI_CACHE_SIZE": str(20 * 2**30)}
 APT_CACHE_DIR = Path(os.environ.get("TFPROV_APT_CACHE_DIR", "/var/cache/tfprov/apt-cache"))
 # The process each recorded name stands for (a pid is ours only while its command line still says so).
-MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "tfprov.local.pip_cache_server",
+MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "pip_cache_server.py",
            "apt_cache": "apt-cacher-ng"}
 ALLOW_ENV = "TFPROV_LOCAL_PROXY_ALLOW"  # extra host names the proxy forwards to, comma-separated
 PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
@@ -67,6 +69,11 @@ def wheelhouse_url(cloud: Cloud) -> str:
 
 def pip_index_url(cloud: Cloud) -> str:
     return f"http://{cloud.gateway}:{PIP_CACHE_PORT}/index/"
+
+
+def pip_cache_server() -> Path:
+    """The same server the package_cache role runs on a cloud cluster's cache node: one file, in the collection."""
+    return project_root() / "roles" / "package_cache" / "files" / "pip_cache_server.py"
 
 
 def allowed_hosts(mirror: str) -> list[str]:
@@ -233,7 +240,7 @@ def start_pip_cache(cloud: Cloud, state: Path) -> dict[str, int]:
     PIP_CACHE_DIR.mkdir(parents=True, exist_ok=True)
     env = {**PIP_CACHE_ENV, **os.environ, "PROXPI_CACHE_DIR": str(PIP_CACHE_DIR)}
     with open(log, "ab") as out:
-        server = subprocess.Popen([sys.executable, "-m", "tfprov.local.pip_cache_server", "127.0.0.1", str(port)],
+        server = subprocess.Popen([sys.executable, str(pip_cache_server()), "127.0.0.1", str(port)],
                                   stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, env=env)
     procs = {"pip_cache": server.pid,
              "pip_cache_host_end": spawn(["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600",

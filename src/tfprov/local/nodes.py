@@ -24,7 +24,7 @@ from .engine import ensure_engine
 
 CLUSTER_LABEL = "tfprov.cluster"  # the cloud's name
 SLOT_LABEL = "tfprov.slot"
-ROLES = ("chief", "worker", "ps", "evaluator", "serving")
+ROLES = ("chief", "worker", "ps", "evaluator", "serving", "cache")
 # The default layout by node count: the smallest cluster of each size that shows something new (a worker to
 # mirror with, a parameter server, a second worker, TF Serving); more nodes are more workers.
 DEFAULT_LAYOUTS = {
@@ -149,6 +149,8 @@ def assign_roles(count: int, roles: list[str] | None = None) -> list[str]:
         unknown = sorted(set(roles) - set(ROLES))
         if unknown:
             raise TfprovError(f"unknown node role {unknown[0]!r}: use {', '.join(ROLES[:-1])} or {ROLES[-1]}")
+        if roles.count("cache") > 1:
+            raise TfprovError(f"--roles names {roles.count('cache')} cache nodes: give one (every node's pip uses it)")
         return roles
     if count < 1:
         raise TfprovError("--nodes must be at least 1")
@@ -312,6 +314,9 @@ def up(count: int, suite: str | None, console: Console, roles: list[str] | None 
     roles = assign_roles(count, roles)
     ensure_engine(console)
     cloud = find_cloud(name, network_mode, subnet, count)
+    if "cache" in roles and not cloud.private:
+        # On the host's network its port would be open on the host's own loopback, for anything on the host.
+        raise TfprovError("a cache node needs the private network: add --network private")
     if image:
         suite = image_suite(image, suite)
     else:

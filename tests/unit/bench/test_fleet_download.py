@@ -44,3 +44,9 @@ def test_summary_compares_everything_fetched_from_outside_with_one_nodes():
     runs[2] = run(8, 1000, 160, 330.0)  # 5.5 % more: Debian's share counts
     assert fleet_download.summary(runs)["from_outside_8_within_5_percent_of_1"] is False
     assert fleet_download.summary([run(1, 1000, 100, 80.0, rc=1)]) == {}
+
+
+def test_a_cache_node_comes_first_beside_the_usual_layout_of_n_nodes():
+    assert fleet_download.up_args(4, False) == ["--nodes", "4", "--network", "private"]
+    assert fleet_download.up_args(4, True) == ["--nodes", "5", "--roles", "cache,chief,worker,worker,ps",
+                                               "--network", "private"]

@@ -140,8 +140,9 @@ def resources():
     for rule in rules():
         fw = rule["name"]
         calls += shapes.lifecycle(f"{BASE}/global/firewalls/{fw}", f"{BASE}/global/firewalls", rule, fw, _global_op)
-    calls.append(shapes.call("GET", f"{BASE}/global/firewalls/tfprov-demo-serving",
-                             shapes.error(404, "notFound", "not found"), status=404))
+    for absent in ("serving", "cache"):  # no serving or cache node in the spec: `down` finds no such rule
+        calls.append(shapes.call("GET", f"{BASE}/global/firewalls/tfprov-demo-{absent}",
+                                 shapes.error(404, "notFound", "not found"), status=404))
     for node in NODES:
         name, zone = node[0], node[4]
         if name == FULL:  # first tried in us-central1-a: the insert's operation ends in ZONE_RESOURCE_POOL_EXHAUSTED

@@ -40,6 +40,11 @@ def test_a_cpu_instance_without_public_address_and_an_untagged_one():
     assert tfprov_vars(host(tags={"Name": "someone-elses"})) is None
 
 
+def test_the_cache_node_is_in_tfprov_cache_and_not_among_the_nodes_the_stack_goes_on():
+    _, groups = tfprov_vars(host(instance_type="m5.large", tags={"tfprov:cluster": "demo", "tfprov:role": "cache"}))
+    assert groups == ["tfprov_cache"]
+
+
 def test_a_stopped_or_stopping_instance_is_listed_as_stopped():
     for ec2_state, state in (("stopped", "stopped"), ("stopping", "stopped"), ("pending", "pending")):
         assert tfprov_vars(host(state={"code": 80, "name": ec2_state}))[0]["tfprov_node_state"] == state

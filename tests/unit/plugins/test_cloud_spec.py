@@ -92,6 +92,10 @@ def test_gcp_spec_derives_the_region_and_reads_accelerators_and_gpu_machine_type
     (AWS, {"roles": {"chief": {"count": 1, "type": "g4dn.xlarge"}, "evaluator": {"count": 2, "type": "m5.xlarge"}}},
      "roles.evaluator.count is 2: TensorFlow runs at most one evaluator"),
     (AWS, {"image": "debian-12"}, "image is 'debian-12'"),
+    (AWS, {"roles": {"chief": {"count": 1, "type": "g4dn.xlarge"}, "cache": {"count": 2, "type": "m5.large"}}},
+     "roles.cache.count is 2: one cache node serves the whole cluster"),
+    (AWS, {"cluster_port": 3141}, "port 3141 is the package cache's"),
+    (GCP, {"serving_ports": [3141, 8501]}, "port 3141 is the package cache's"),
     (AWS, {"operator_cidr": "0.0.0.0/0"}, "would open SSH to everyone"),
     (AWS, {"operator_cidr": "my-laptop"}, "operator_cidr is 'my-laptop'"),
     (AWS, {"roles": {"chief": {"count": 1, "type": "m5.xlarge"}}}, "roles.chief.type m5.xlarge has no GPU"),
@@ -120,6 +124,16 @@ def test_a_bad_spec_is_refused_in_one_line_naming_the_field(base, changes, words
         normalize(spec(base, **changes), MATRIX, base["provider"])
     assert words in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_cache_node_has_no_gpu_needs_none_and_is_never_stopped_as_idle():
+    roles = {"chief": {"count": 1, "type": "g4dn.xlarge"}, "cache": {"count": 1, "type": "m5.large"}}
+    out = normalize(spec(AWS, roles=roles, idle_stop_minutes=30), MATRIX, "aws")
+    cache = out["nodes"][-1]
+    assert (cache["name"], cache["role"], cache["gpu_model"]) == ("demo-cache-0", "cache", "")
+    assert out["cache_port"] == 3141 and "cache" not in out["idle_stop_roles"]
+    gcp = normalize(spec(GCP, roles=dict(GCP["roles"], cache={"count": 1, "type": "e2-standard-4"})), MATRIX, "gcp")
+    assert gcp["nodes"][-1]["role"] == "cache" and gcp["nodes"][-1]["accelerator"] == ""
 
 
 def test_the_provider_must_match_the_command():

@@ -1,10 +1,12 @@
 """download_sources: a path must be on the node, a URL must answer 200 from it (directly, else through the node's
 proxy); one line names the variable. Against real sockets on 127.0.0.1: a file server and a stand-in proxy."""
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.tfprov.gpu.plugins.modules import download_sources
 from pyftpdlib.authorizers import DummyAuthorizer
 from pyftpdlib.handlers import FTPHandler
@@ -98,3 +100,14 @@ def ftp_server(tmp_path):
 def test_an_ftp_url_must_open(ftp_server):
     assert check(f"{ftp_server}/NVIDIA-Linux-x86_64.run") == ""
     assert check(f"{ftp_server}/gone.run").startswith(f"tfprov_pip_find_links {ftp_server}/gone.run does not answer")
+
+
+def test_the_refusal_says_what_to_do_the_sources_own_words_when_it_gives_them(tmp_path, capsys):
+    def refusal(**source):
+        with patch_module_args({"sources": [dict(name="the cache", value=str(tmp_path / "none"), **source)]}), \
+                pytest.raises(SystemExit):
+            download_sources.main()
+        return json.loads(capsys.readouterr().out)["msg"]
+    assert refusal().endswith("does not exist on the node: fix the setting (a path on the node, or a URL the node "
+                              "can reach)")
+    assert refusal(fix="start the cache").endswith("does not exist on the node: start the cache")

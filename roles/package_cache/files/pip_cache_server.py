@@ -1,4 +1,5 @@
-"""The local cloud's pip cache: proxpi's server, with its file downloads started once per file.
+"""A pip cache for many nodes: proxpi's server, with its file downloads started once per file. The package_cache
+role runs it on a cluster's tfprov_cache node; the local cloud's gateway runs this same file on the controller.
 
 proxpi (1.3.1) records a file's download thread before starting it. A second node that asks for the same file in
 that moment joins a thread that has not started, proxpi logs "cannot join thread before it is started" and sends
@@ -7,7 +8,7 @@ Two nodes that ask at the same instant can also both find no entry and both star
 asker starts the download and records it under one lock; every other asker finds the running thread and waits for
 it, as proxpi intends (a download that ends before its thread is recorded stays cached: small wheels do).
 
-    python -m tfprov.local.pip_cache_server HOST PORT   (proxpi's settings from its PROXPI_* environment)
+    python pip_cache_server.py HOST PORT   (proxpi's settings from its PROXPI_* environment)
 """
 
 from __future__ import annotations
