@@ -52,7 +52,7 @@ PIP_CACHE_DIR = Path(os.environ.get("TFPROV_PIP_CACHE_DIR", "/var/cache/tfprov/p
 PIP_CACHE_ENV = {"PROXPI_DOWNLOAD_TIMEOUT": "1800", "PROXPI_CACHE_SIZE": str(20 * 2**30)}
 APT_CACHE_DIR = Path(os.environ.get("TFPROV_APT_CACHE_DIR", "/var/cache/tfprov/apt-cache"))
 # The process each recorded name stands for (a pid is ours only while its command line still says so).
-MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "pip_cache_server.py",
+MARKERS = {"proxy": "tinyproxy", "wheelhouse": "http.server", "pip_cache": "pip_cache_server",
            "apt_cache": "apt-cacher-ng"}
 ALLOW_ENV = "TFPROV_LOCAL_PROXY_ALLOW"  # extra host names the proxy forwards to, comma-separated
 PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
