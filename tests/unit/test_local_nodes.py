@@ -169,3 +169,12 @@ def test_a_baked_image_gives_its_suite_and_a_missing_one_is_one_line(monkeypatch
     _inspect(monkeypatch, None, rc=1)
     with pytest.raises(TfprovError, match=r"^image nope does not exist: bake it first \(make baked-image\)"):
         nodes.image_suite("nope", None)
+
+
+def test_a_cache_node_is_refused_on_the_hosts_network_before_any_container(monkeypatch):
+    """On the host's network its port would be open on the host's own loopback: refused before anything is made."""
+    monkeypatch.setattr(nodes, "ensure_engine", lambda console: None)
+    monkeypatch.setattr(nodes, "find_cloud", lambda *args: Cloud("ci-a", 1))
+    monkeypatch.setattr(nodes, "docker", lambda *args, **kwargs: pytest.fail(f"docker {args} ran"))
+    with pytest.raises(TfprovError, match="^a cache node needs the private network: add --network private$"):
+        nodes.up(2, None, Console(file=io.StringIO()), roles=["cache", "chief"], network_mode="host")
