@@ -46,12 +46,16 @@ BETA_VMS = [
 ]
 
 
+# The cluster's package cache (spec role cache): listed, in tfprov_cache, and not one of the nodes the stack goes on.
+CACHE_VM = _vm(BETA, "us-central1-b", "demo-cache-0", "cache", "e2-standard-2", (), "10.128.0.9")
+
+
 def test_groups_gpu_vars_and_same_named_vms_in_two_projects(recorded, tmp_path):
-    listing = [_listing(ALPHA, ALPHA_VMS), _listing(BETA, BETA_VMS)]
+    listing = [_listing(ALPHA, ALPHA_VMS), _listing(BETA, BETA_VMS + [CACHE_VM])]
     out = recorded.json_out(recorded.run(listing, "ansible-inventory", "-i", _inventory(tmp_path, [ALPHA, BETA]),
                                          "--list"))
     hostvars = out["_meta"]["hostvars"]
-    assert sorted(hostvars) == sorted(vm["hostname"] for vm in ALPHA_VMS + BETA_VMS)  # 5 hosts, none merged
+    assert sorted(hostvars) == sorted(vm["hostname"] for vm in ALPHA_VMS + BETA_VMS + [CACHE_VM])  # none merged
     chief_a = hostvars[f"demo-chief-0.us-central1-a.{ALPHA}"]
     chief_b = hostvars[f"demo-chief-0.us-central1-b.{BETA}"]
     assert (chief_a["tfprov_gpu_model"], chief_a["tfprov_gpu_family"], chief_a["tfprov_gpu_count"]) == ("t4", "t4", 1)
@@ -70,7 +74,8 @@ def test_groups_gpu_vars_and_same_named_vms_in_two_projects(recorded, tmp_path):
     assert chief_a["tfprov_cluster"] == "demo" and chief_a["tfprov_booted_from_image"] == ""
     groups = {name: set(body.get("hosts", [])) for name, body in out.items() if name != "_meta"}
     assert len(groups["tfprov_chief"]) == 2 and len(groups["tfprov_worker"]) == 2 and len(groups["tfprov_ps"]) == 1
-    assert len(groups["tfprov_nodes"]) == 5
+    assert len(groups["tfprov_nodes"]) == 5 and CACHE_VM["hostname"] not in groups["tfprov_nodes"]
+    assert groups["tfprov_cache"] == {CACHE_VM["hostname"]}
     assert groups["gpu_t4"] == {f"demo-chief-0.us-central1-a.{ALPHA}"}
     assert groups["gpu_a100"] == groups["gpu_a100_40gb"] and len(groups["gpu_a100"]) == 2
     assert not any(re.search("demo-ps-0", host) for name, hosts in groups.items() if name.startswith("gpu_")
