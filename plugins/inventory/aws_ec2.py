@@ -218,6 +218,7 @@ import json
 
 from ansible_collections.amazon.aws.plugins.inventory.aws_ec2 import InventoryModule as AwsEc2InventoryModule
 from ansible_collections.tfprov.gpu.plugins.filter.cloud import instance_gpu
+from ansible_collections.tfprov.gpu.plugins.module_utils.cloud_spec import CACHE_ROLE
 
 DEFAULT_TF_PORT = 2222
 
@@ -264,8 +265,6 @@ def tfprov_vars(host_vars):
     }, ([] if role == CACHE_ROLE else ["tfprov_nodes"]) + (["tfprov_" + role] if role else []) + gpu["groups"]
 
 
-# The cluster's package cache node (group tfprov_cache) serves the nodes; it is not one of them (tfprov_nodes).
-CACHE_ROLE = "cache"
 LISTED_GROUP = "aws_ec2"  # amazon.aws.aws_ec2 puts every host it lists in this group
 
 

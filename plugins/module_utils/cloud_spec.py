@@ -16,7 +16,9 @@ import re
 
 from ansible_collections.tfprov.gpu.plugins.module_utils.compat import cloud_gpu
 
-ROLES = ("chief", "worker", "ps", "evaluator", "serving", "cache")
+# The cluster's package cache node (group tfprov_cache): it serves the nodes, it is not one of them (tfprov_nodes).
+CACHE_ROLE = "cache"
+ROLES = ("chief", "worker", "ps", "evaluator", "serving", CACHE_ROLE)
 GPU_ROLES = ("chief", "worker")
 PROVIDERS = ("aws", "gcp")
 MIN_DISK_GB = 25
@@ -174,7 +176,7 @@ def _nodes(spec, matrix, provider):
             raise SpecError("roles.chief.count is %d: a cluster has exactly one chief; set it to 1" % count)
         if role == "evaluator" and count != 1:
             raise SpecError("roles.evaluator.count is %d: TensorFlow runs at most one evaluator; set it to 1" % count)
-        if role == "cache" and count != 1:
+        if role == CACHE_ROLE and count != 1:
             raise SpecError("roles.cache.count is %d: one cache node serves the whole cluster; set it to 1" % count)
         machine, gpu = (_role_gpu_aws if provider == "aws" else _role_gpu_gcp)(matrix, role, entry, field)
         for index in range(count):
