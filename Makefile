@@ -14,7 +14,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
+.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
 
 help:
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
@@ -189,6 +189,11 @@ heavy: images wheelhouse
 # A benchmark, not a test (run it alone: it replaces the local cloud): fresh and no-op `tfprov run node` on 1-8 nodes.
 bench-converge: images wheelhouse
 	$(BIN)/python bench/converge_scale.py --nodes 1 2 4 8 --wheelhouse $(WHEELHOUSE) --noop-runs 2
+
+# A benchmark, not a test (it replaces the local cloud): no-op `tfprov run node` on 1, 4, 8 nodes from the baked image,
+# skipping what stands against --full (every play), interleaved on the same nodes.
+bench-rerun: baked-image
+	$(BIN)/python bench/converge_scale.py --nodes 1 4 8 --image tfprov/node-baked:bookworm --noop-runs 3 --full-too
 
 # A benchmark, not a test (it replaces the local cloud): fresh and no-op `tfprov run cluster` on 1, 2 and 4 nodes.
 bench-cluster: images wheelhouse

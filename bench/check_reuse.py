@@ -5,8 +5,10 @@ tensorflow_gpu role's recorded check reused and with TensorFlow imported on ever
 A benchmark, not a test: it asserts nothing, it measures. It starts N nodes from the baked image
 (`tfprov up local --nodes N --image IMAGE`), runs the plan once (that run checks and records), then ROUNDS rounds of
 two no-op runs on the same nodes: `import` (`-e tensorflow_gpu_check_reuse_hours=0`, as before the record existed)
-and `reuse` (the default). Per run: wall time, the controller's CPU (tfprov and everything it started) and the
-nodes' CPU (their containers' cgroups: cgroup v1 cpuacct or v2 cpu.stat), and whether the check was reused.
+and `reuse` (the default). With --plan node both run with --full: a converge that stands would skip the check
+altogether (converge_scale.py --full-too measures that). Per run: wall time, the controller's CPU (tfprov and
+everything it started) and the nodes' CPU (their containers' cgroups: cgroup v1 cpuacct or v2 cpu.stat), and
+whether the check was reused.
 Run it alone: it removes the local cloud before and after.
 
     .venv/bin/python bench/check_reuse.py --nodes 4 --plan cluster --rounds 3
@@ -92,10 +94,12 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append({"run": "up", "rc": up.returncode, "output_tail": up.stderr[-1500:]})
             else:
                 containers = node_containers()
-                runs.append(measure(args.nodes, "first", [], runs_dir, args.plan, containers))
+                full = ["--full"] if args.plan == "node" else []  # the check itself, not the converge record
+                runs.append(measure(args.nodes, "first", full, runs_dir, args.plan, containers))
                 for _ in range(args.rounds if runs[-1]["rc"] == 0 else 0):
-                    runs.append(measure(args.nodes, "import", IMPORT_EVERY_RUN, runs_dir, args.plan, containers))
-                    runs.append(measure(args.nodes, "reuse", [], runs_dir, args.plan, containers))
+                    runs.append(measure(args.nodes, "import", IMPORT_EVERY_RUN + full, runs_dir, args.plan,
+                                        containers))
+                    runs.append(measure(args.nodes, "reuse", full, runs_dir, args.plan, containers))
         finally:
             tfprov("down", "local", runs_dir=runs_dir)
     report = {"cpus": os.cpu_count(), "plan": args.plan, "nodes": args.nodes, "runs": runs, "summary": summary(runs)}

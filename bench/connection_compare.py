@@ -70,7 +70,9 @@ def converge(inventory: Path, variant: str, mitogen: str | None) -> dict:
                    PYTHONPATH=os.pathsep.join(filter(None, [mitogen, env.get("PYTHONPATH")])))
     cpu, started = controller_cpu_seconds(), time.monotonic()
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           "-e", f"ansible_connection={CONNECTIONS[variant]}", "playbooks/gpu_node.yml"],
+                           "-e", f"ansible_connection={CONNECTIONS[variant]}",
+                           # The whole no-op path: a converge that stands would skip it (converge_scale --full-too).
+                           "-e", "tfprov_converge_reuse_hours=0", "playbooks/gpu_node.yml"],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     wall, cpu = time.monotonic() - started, controller_cpu_seconds() - cpu
     recap = re.findall(r"changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", proc.stdout)

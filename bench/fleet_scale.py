@@ -5,7 +5,9 @@ the image baked from a converged node (TensorFlow installed: the update has noth
 A benchmark, not a test: it asserts nothing, it measures. For each node count it replaces the local cloud with that
 many nodes (chief, workers, one ps from 4 nodes on; no serving node), then runs `tfprov fleet drift` (a fleet in
 sync), `tfprov fleet drift` with a desired TensorFlow version the nodes do not have (every host drifts: the same
-work plus what pip's check finds), and `tfprov fleet update` --noop-runs times. Per run: wall time, tasks, changed
+work plus what pip's check finds), and `tfprov fleet update` --noop-runs times; then `tfprov run node` (each node's
+converge then stands) and, --noop-runs times, `tfprov fleet drift` reading the records beside one looking at every
+node in full (`-e tfprov_converge_reuse_hours=0`). Per run: wall time, tasks, changed
 count, hosts that drift, the controller's CPU time and the load before. Helpers shared with converge_scale.py come
 from there. Run it alone: it removes the local cloud before each node count and at the end.
 
@@ -80,6 +82,10 @@ def measure_fleet(nodes: int, target: list[str], args, runs_dir: Path) -> list[d
     plan = [("drift", ["fleet", "drift", *target]),
             ("drift_all_hosts", ["fleet", "drift", *target, "-e", f"tfprov_tf_version={DRIFT_VERSION}"])]
     plan += [("update_noop", ["fleet", "update", *target])] * args.noop_runs
+    # After a `tfprov run node` each node's converge stands: drift reads its record; -e ...=0 looks in full.
+    plan += [("run_node", ["run", "node", *target])]
+    plan += [("drift_recorded", ["fleet", "drift", *target]),
+             ("drift_full", ["fleet", "drift", *target, "-e", "tfprov_converge_reuse_hours=0"])] * args.noop_runs
     runs = []
     for kind, command in plan:
         runs.append(measure(nodes, kind, command, runs_dir))

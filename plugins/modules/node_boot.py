@@ -37,18 +37,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
-INIT_STAT = "/proc/1/stat"
-
-
-def init_start_ticks(stat):
-    """Field 22 of /proc/1/stat; the command name (field 2) may hold spaces and parentheses, so count from its end."""
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def boot_id(read=lambda path: open(path).read()):
-    return "%s:%s" % (read(BOOT_ID).strip(), init_start_ticks(read(INIT_STAT)))
+from ansible_collections.tfprov.gpu.plugins.module_utils.node_boot import BOOT_ID, INIT_STAT, boot_id
 
 
 def main():

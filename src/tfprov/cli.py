@@ -28,6 +28,7 @@ from . import (
 )
 from . import job as job_cmd
 from . import plan as plan_mod
+from . import report as report_mod
 from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, TfprovError, exit_codes_text
 from .local import cloud as local_cloud
 from .local import engine as local_engine
@@ -48,6 +49,8 @@ CLUSTER_PLAYBOOK = "cluster.yml"
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 GATE_LEVELS = ("quick", "default", "deep")
 GATE_PLAYBOOK = "tasks/gpu_gate.yml"
+# A playbook that imports it skips the install on nodes whose last converge stands (tfprov run --full does not).
+CONVERGE_CHECK_PLAYBOOK = "converge_check.yml"
 
 
 _RUN_EPILOG = f"""\
@@ -85,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_argument("--strategy", choices=STRATEGIES,
                      help="tf.distribute strategy (default multi_worker_mirrored; parameter_server needs a tfprov_ps "
                           "node)")
+    r.add_argument("--full", action="store_true",
+                   help="install on every node, even where its last converge still stands (same inputs, same boot, "
+                        "nothing changed since: plans that run gpu_node.yml skip the install there; "
+                        "tfprov_converge_reuse_hours=0)")
     r.add_argument("--level", choices=GATE_LEVELS,
                    help="the admission gate's depth (tfprov_gate_level): quick (nvidia-smi and the kernel log; what "
                         "run node and run cluster end with), default (and DCGM's level 1 diagnostics where DCGM is "
@@ -282,6 +289,16 @@ def gate_extravars(args, plan: plan_mod.Plan) -> dict:
     return {"tfprov_gate_level": level}
 
 
+def full_extravars(args, plan: plan_mod.Plan) -> dict:
+    """--full as tfprov_converge_reuse_hours=0, for the plans whose playbooks skip a converge that stands."""
+    if not getattr(args, "full", False):
+        return {}
+    if not any(CONVERGE_CHECK_PLAYBOOK in step.playbook.read_text() for step in plan.steps if step.playbook.is_file()):
+        raise TfprovError(f"--full applies to plans that can skip a converge that stands (node), not {plan.name}: "
+                          "this one runs everything every time")
+    return {"tfprov_converge_reuse_hours": 0}
+
+
 def cmd_run(args, out: Console) -> int:
     root = project_root()
     plan = plan_mod.resolve(args.name, root)
@@ -289,6 +306,7 @@ def cmd_run(args, out: Console) -> int:
     variables = extravars.parse(args.extra_vars)
     variables |= job_extravars(args, plan, variables)
     variables |= gate_extravars(args, plan)
+    variables |= full_extravars(args, plan)
     if args.retry_failed and not retry.apply(args, root, plan.name, DEFAULT_INVENTORY,
                                              lambda line: out.print(line, highlight=False)):
         return 0
@@ -299,6 +317,11 @@ def cmd_run(args, out: Console) -> int:
     out.print(summary_table(report))
     if report["plays"]:
         out.print(durations_table(report))
+    stood = report_mod.converged(report)
+    if stood:
+        out.print(f"install skipped on {len(stood)} node(s) whose last converge still stands (same inputs, same boot, "
+                  f"nothing it installed changed since; --full runs it all): "
+                  f"{', '.join(f'{name} ({when})' for name, when in stood.items())}", highlight=False, soft_wrap=True)
     for name, host in report["hosts"].items():
         for failure in host["failed_tasks"]:
             out.print(f"[red]{name}[/red]: {failure['task']}: {failure['message']}", highlight=False)

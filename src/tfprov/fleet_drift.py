@@ -3,7 +3,9 @@ resolve play's tfprov_stack, from the inventory's variables), and what a run of 
 
 It is the plan `drift` (playbooks/fleet_drift.yml) in check mode, always: that playbook refuses any other run. What
 would change is the stack's own check-mode verdict (its changed tasks, by role), so drift means exactly "a run of
-`tfprov run node` would do something here". Exit 0 with or without drift; --exit-code makes drift exit 6.
+`tfprov run node` would do something here". Where that run would skip the install (the node's last converge still
+stands), the node's record says what it has and was asked for, and nothing would change. Exit 0 with or without
+drift; --exit-code makes drift exit 6.
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ def host_row(name: str, host: dict, changes: dict[str, list[str]]) -> dict:
         return {**row, "state": host["status"]}
     if not found:  # the run stopped before this host's stack was read (another host failed the resolve play)
         return {**row, "state": "not reached"}
+    if found.get("recorded_at"):  # its last converge stands: a run would skip the install (converge_check.yml)
+        row["converge_recorded_at"] = found["recorded_at"]
     row["components"] = components(found.get("installed") or {}, found.get("desired") or {})
     row["python"] = {"installed": (found.get("installed") or {}).get("python"),
                      "desired": (found.get("desired") or {}).get("python")}
@@ -139,6 +143,8 @@ def table(found: list[dict], title: str) -> Table:
         state = row["state"]
         changes = ", ".join(f"{role}: {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
                             for role, tasks in sorted(row["would_change"].items()))
+        if not changes and row.get("converge_recorded_at"):
+            changes = f"nothing: its converge of {row['converge_recorded_at']} stands"
         changes = changes or ("nothing" if state in ("drift", "in sync") else "-")
         out.add_row(row["host"], f"[{style[state]}]{state}[/{style[state]}]",
                     *(cell(row["components"].get(name)) for name in COMPONENTS), escape(changes))
@@ -189,6 +195,11 @@ def run(args, out: Console) -> int:
     if found:
         out.print(table(found, f"tfprov fleet drift: {summary(found)} (installed -> desired)"))
         out.print(summary(found), highlight=False)
+        stood = sum(1 for row in found if row.get("converge_recorded_at"))
+        if stood:
+            out.print(f"{stood} host(s) read from their converge record: same inputs, same boot, nothing it "
+                      "installed changed since, so a run would skip the install (-e tfprov_converge_reuse_hours=0 "
+                      "looks at them in full)", highlight=False, soft_wrap=True)
     show_problems(report, out)
     path = write_json(found, report, run_dir / "fleet" / "drift.json")
     out.print(f"drift: {path}", highlight=False)

@@ -91,12 +91,17 @@ def _task_roles(tasks, base: Path, seen: tuple[Path, ...] = ()) -> list[str]:
 
 
 _HOSTS_VAR = re.compile(r"""^\{\{\s*(\w+)\s*\|\s*default\(\s*['"]([^'"]*)['"]\s*\)\s*\}\}$""")
+# A group the run makes as it goes (group_by), which may end up empty: `{{ groups['name'] | default([]) }}`.
+_HOSTS_GROUP = re.compile(r"""^\{\{\s*groups\[\s*['"](\w+)['"]\s*\]\s*\|\s*default\(\s*\[\s*\]\s*\)\s*\}\}$""")
 
 
 def _hosts(hosts, variables: dict) -> str:
-    """A play's hosts as the run will see them: `{{ var | default('group') }}` with the importing playbook's vars."""
+    """A play's hosts as the run will see them: `{{ var | default('group') }}` with the importing playbook's vars,
+    and a group made during the run by its name."""
     match = _HOSTS_VAR.match(str(hosts).strip())
-    return str(variables.get(match[1], match[2])) if match else str(hosts)
+    hosts = variables.get(match[1], match[2]) if match else hosts
+    group = _HOSTS_GROUP.match(str(hosts).strip())
+    return group[1] if group else str(hosts)
 
 
 def describe_playbook(path: Path, _importing: tuple[Path, ...] = (), _vars: dict | None = None) -> list[str]:

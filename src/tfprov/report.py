@@ -181,5 +181,12 @@ class ReportBuilder:
         }
 
 
+def converged(report: dict) -> dict[str, str]:
+    """{host: when its standing converge was recorded} for the hosts whose install the run skipped."""
+    return {name: host["data"]["converge"].get("recorded_at", "")
+            for name, host in report.get("hosts", {}).items()
+            if ((host.get("data") or {}).get("converge") or {}).get("current")}
+
+
 def write(report: dict, path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")

@@ -204,6 +204,13 @@ def _host_details(report: dict) -> str:
         for failure in host.get("failed_tasks") or []:
             parts.append(f'<p class="bad">{_e(failure.get("outcome"))}: {_e(failure.get("task"))}: '
                          f'{_e(failure.get("message"))}</p>')
+        stood = (host.get("data") or {}).get("converge") or {}
+        if stood.get("current"):
+            parts.append(f'<p class="muted">install skipped: the converge recorded at {_e(stood.get("recorded_at"))} '
+                         "still stands (same inputs, same boot, nothing it installed changed since); the versions "
+                         "below are that run's; the gate ran now</p>")
+        elif stood.get("reason"):
+            parts.append(f'<p class="muted">installed in full: {_e(stood["reason"])}</p>')
         have, want = versions(host), _desired(host)
         if have or want:
             rows = [[_e(part), _e(have.get(part, "-")), _e(want.get(part, "-"))] for part in

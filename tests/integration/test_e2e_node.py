@@ -2,9 +2,10 @@
 the jump as the sudo user `debian` (the plays become root where they change the node), with pipelining. TensorFlow
 from PyPI through the gateway's pip cache (the node has no other way out; apt goes through the gateway's proxy and its
 apt cache, with the host's CA bundle), its bytecode compiled by the role on the node's cores (every file, as pip
-would) and the quick check that ends the run; a second run changes nothing, reuses that check and leaves the profile
-file alone; a package added to the environment brings the check back and an edited profile file is written again;
-then `tfprov bench`: the bench table, JSON and PNG."""
+would) and the quick check that ends the run; a second run finds that converge standing and skips the install (the
+gate still runs); one with --full changes nothing, reuses that check and leaves the profile file alone; a package
+added to the environment brings the whole run and the check back, and an edited profile file is written again; then
+`tfprov bench`: the bench table, JSON and PNG."""
 
 import json
 import os
@@ -101,19 +102,35 @@ def test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check(nod
     print(f"\nrun node over SSH: {seconds:.0f} s")
 
 
-def test_a_second_run_changes_nothing(node):
+def test_a_second_run_finds_the_converge_standing_and_skips_the_install(node):
     proc, seconds = tfprov("run", "node", "-i", SSH_INVENTORY, runs_dir=node)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     host = latest_report(node)["hosts"]["tfprov-itest-1"]
     assert host["changed"] == 0, host
-    # Nothing the quick check depends on changed: the first run's passing check stands, TensorFlow not imported.
+    assert host["data"]["converge"] == {"current": True, "recorded_at": host["data"]["converge"]["recorded_at"],
+                                        "reason": ""}
+    assert "install skipped on 1 node(s) whose last converge still stands" in proc.stdout
+    # The first run's check and stack, as its record has them; the gate judged the node now.
     first = json.loads(sorted(Path(node).glob("*/report.json"))[-2].read_text())["hosts"]["tfprov-itest-1"]
+    assert host["data"]["gpu_check"]["results"] == first["data"]["gpu_check"]["results"]
+    assert host["data"]["stack"] == first["data"]["stack"] and host["data"]["gate"]["healthy"]
+    assert task_results(node, PROFILE_TASK) == [] and task_results(node, COMPILE_TASK) == []
+    print(f"\nsecond run node over SSH: {seconds:.1f} s, changed={host['changed']}")
+
+
+def test_a_full_run_changes_nothing_and_reuses_the_check(node):
+    proc, seconds = tfprov("run", "node", "--full", "-i", SSH_INVENTORY, runs_dir=node)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    host = latest_report(node)["hosts"]["tfprov-itest-1"]
+    assert host["changed"] == 0, host
+    assert host["data"]["converge"]["current"] is False and "--full" in host["data"]["converge"]["reason"]
+    # Nothing the quick check depends on changed: the first run's passing check stands, TensorFlow not imported.
     check = host["data"]["gpu_check"]
-    assert check["reused_from"] and check["results"] == first["data"]["gpu_check"]["results"], check
+    assert check["reused_from"], check
     # The profile file was found as the role writes it by the environment's read: copy did not run at all.
     assert task_results(node, PROFILE_TASK) == ["skipped"]
     assert task_results(node, COMPILE_TASK) == ["skipped"]  # pip did not run
-    print(f"\nsecond run node over SSH: {seconds:.0f} s, changed={host['changed']}")
+    print(f"\nfull no-op run node over SSH: {seconds:.1f} s, changed={host['changed']}")
 
 
 def test_a_package_added_to_the_environment_brings_the_check_back_and_an_edited_profile_is_rewritten(node):
@@ -133,7 +150,10 @@ def test_a_package_added_to_the_environment_brings_the_check_back_and_an_edited_
     finally:
         subprocess.run(["docker", "exec", "tfprov-itest-1", "rm", "-r", info], check=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    check = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]["gpu_check"]
+    # The converge recorded by the --full run did not stand: a witness changed (site-packages or the profile).
+    data = latest_report(node)["hosts"]["tfprov-itest-1"]["data"]
+    assert data["converge"]["current"] is False and data["converge"]["reason"].endswith("changed since"), data
+    check = data["gpu_check"]
     assert "reused_from" not in check and check["problems"] == [], check
     assert task_results(node, PROFILE_TASK) == ["changed"]
     assert subprocess.run(["docker", "exec", "tfprov-itest-1", "cat", profile], capture_output=True, text=True,

@@ -103,3 +103,27 @@ def test_drift_lists_exactly_the_two_changed_hosts_and_changes_nothing(fleet_clo
     assert len(nodes) == 6, nodes
     check_drift_lists_exactly_the_changed_hosts(nodes, ROOT / "inventories" / "local.docker_containers.yml", tmp_path,
                                                 [TFPROV, "fleet", "drift"])
+
+
+def test_drift_reads_a_standing_converge_from_its_record_and_agrees_with_a_full_look(fleet_cloud, tmp_path):
+    nodes = node_names()
+    changed = [nodes[1], nodes[4]]
+    in_sync = [node for node in nodes if node not in changed]
+    inventory = inventory_dir(tmp_path, ROOT / "inventories" / "local.docker_containers.yml",
+                              {host: NEW_VERSION for host in changed})
+    runs = tmp_path / "runs"
+    # The nodes in sync converge (nothing to install): each keeps its record; the two others never ran.
+    converged = subprocess.run([TFPROV, "run", "node", "-i", str(inventory), "-l", ",".join(in_sync)], cwd=ROOT,
+                               env={**os.environ, "TFPROV_RUNS_DIR": str(runs)}, capture_output=True, text=True,
+                               timeout=900)
+    assert converged.returncode == 0, converged.stdout[-3000:] + converged.stderr[-3000:]
+    found = {}
+    for variant, extra in (("record", []), ("full", ["-e", "tfprov_converge_reuse_hours=0"])):
+        proc, record = drift(inventory, runs, [TFPROV, "fleet", "drift", *extra])
+        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
+        assert sorted(record["drifting"]) == sorted(changed), record["summary"]
+        found[variant] = {host: (row["state"], row["components"]) for host, row in record["hosts"].items()}
+        from_record = sorted(host for host, row in record["hosts"].items() if row.get("converge_recorded_at"))
+        assert from_record == (sorted(in_sync) if variant == "record" else []), record["hosts"]
+        assert ("4 host(s) read from their converge record" in proc.stdout) == (variant == "record"), proc.stdout
+    assert found["record"] == found["full"]

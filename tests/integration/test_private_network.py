@@ -368,7 +368,7 @@ def test_a_node_rebooted_during_a_run_is_reported_and_a_rerun_converges(lab):
     for line in proc.stdout:  # the run's progress: reboot the node once the resolve play recorded its boot
         seen.append(line)
         plays += line.startswith("PLAY ")
-        if plays == 2:
+        if plays == 3:  # the converge check's play, the resolve play, then the package cache's
             # Abrupt (no orderly shutdown), as a crash or a hypervisor's restart would be.
             node_sh(node, "systemctl reboot --force --no-block", check=False)
             break

@@ -123,17 +123,22 @@ def test_plan_node_resolves_first_and_ends_with_the_quick_check_and_the_gate(cap
     rc, out, _ = _run(capsys, "plan", "node")
     assert rc == 0
     plays = [line.strip() for line in out.splitlines() if line.strip().startswith("- ")]
-    assert plays[0].startswith("- tfprov_nodes: Check every node and resolve its whole stack before anything changes")
-    assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[0]
+    # Every node is looked at for a converge that stands (changing nothing); the others take the whole run.
+    assert plays[0] == "- tfprov_nodes: Find the nodes whose last converge still stands"
+    assert plays[1].startswith("- tfprov_converging: Check every node and resolve its whole stack before anything "
+                               "changes")
+    assert "tfprov.gpu.preflight, tfprov.gpu.nvidia_driver:resolve" in plays[1]
     # The cluster's package cache when the inventory has one (tfprov_cache), then the nodes' pip pointed at it.
-    assert plays[1] == "- tfprov_cache: Run the cluster's package cache on its tfprov_cache node  [roles: " \
+    assert plays[2] == "- tfprov_cache: Run the cluster's package cache on its tfprov_cache node  [roles: " \
                        "tfprov.gpu.package_cache]"
-    assert plays[2] == "- tfprov_nodes: Point the nodes' pip at the cluster's package cache"
+    assert plays[3] == "- tfprov_converging: Point the nodes' pip at the cluster's package cache"
     assert ("[roles: tfprov.gpu.nvidia_driver, tfprov.gpu.miniconda, tfprov.gpu.cuda, tfprov.gpu.cudnn, "
-            "tfprov.gpu.dcgm, tfprov.gpu.tensorflow_gpu]") in plays[3]  # through tasks/stack.yml, the stack's one order
-    assert plays[-3].startswith("- tfprov_nodes: Check TensorFlow computes on every device")
-    assert plays[-2].startswith("- tfprov_nodes: Admit only nodes whose GPUs are fit")
-    assert plays[-1].startswith("- tfprov_nodes: Check that no node rebooted during the run")
+            "tfprov.gpu.dcgm, tfprov.gpu.tensorflow_gpu]") in plays[4]  # through tasks/stack.yml, the stack's one order
+    assert plays[-4].startswith("- tfprov_converging: Check TensorFlow computes on every device")
+    # The gate judges every node, the converged ones too.
+    assert plays[-3].startswith("- tfprov_nodes: Admit only nodes whose GPUs are fit")
+    assert plays[-2].startswith("- tfprov_converging: Check that no node rebooted during the run")
+    assert plays[-1] == "- tfprov_converging: Record each node's finished converge"
 
 
 def test_plan_serving_resolves_only_the_serving_nodes_first(capsys):

@@ -96,6 +96,23 @@ def test_summary_json_and_table(tmp_path):
     assert "2.21.0 -> 2.20.0" in text and "tensorflow_gpu: 2 tasks" in text and "in sync" in text
 
 
+def test_a_host_read_from_its_converge_record_says_so(monkeypatch, tmp_path):
+    stood = host(CPU_INSTALLED, CPU_DESIRED)
+    stood["data"]["drift"]["recorded_at"] = "2026-11-28T04:44:30Z"
+    rep = {**report(n1=stood, n2=host(CPU_INSTALLED, CPU_DESIRED)), "rc": 0, "steps": [], "run_dir": str(tmp_path)}
+    found = fleet_drift.rows(rep, {})
+    assert [row.get("converge_recorded_at") for row in found] == ["2026-11-28T04:44:30Z", None]
+    assert [row["state"] for row in found] == ["in sync", "in sync"]
+    fake_run(monkeypatch, tmp_path, rep, {})
+    parser = argparse.ArgumentParser()
+    fleet_drift.add_arguments(parser)
+    console = Console(record=True, width=250)
+    assert fleet_drift.run(parser.parse_args([]), console) == 0
+    text = console.export_text()
+    assert "nothing: its converge of 2026-11-28T04:44:30Z stands" in text
+    assert "1 host(s) read from their converge record" in text
+
+
 def test_recorder_keeps_changed_tasks_by_role():
     recorder = fleet_drift.ChangeRecorder(Console(file=open("/dev/null", "w")))  # noqa: SIM115
     for changed, role in ((True, "tensorflow_gpu"), (False, "tensorflow_gpu"), (True, None)):

@@ -31,6 +31,14 @@ def test_describe_follows_imports(tmp_path):
     ]
 
 
+def test_describe_names_hosts_given_by_the_importer_and_groups_the_run_makes(tmp_path):
+    (tmp_path / "inner.yml").write_text("- name: Inner\n  hosts: \"{{ inner_hosts | default('tfprov_nodes') }}\"\n")
+    (tmp_path / "outer.yml").write_text(
+        "- import_playbook: inner.yml\n"
+        "- import_playbook: inner.yml\n  vars: {inner_hosts: \"{{ groups['tfprov_converging'] | default([]) }}\"}\n")
+    assert plan.describe_playbook(tmp_path / "outer.yml") == ["tfprov_nodes: Inner", "tfprov_converging: Inner"]
+
+
 def test_describe_rejects_broken_yaml(tmp_path):
     (tmp_path / "bad.yml").write_text("- name: [unclosed\n")
     with pytest.raises(TfprovError, match="not valid YAML"):

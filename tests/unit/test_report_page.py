@@ -185,6 +185,18 @@ def test_recorded_reports_cover_every_plan_the_issue_names():
     assert {"node", "cluster", "serving", "fleet", "drift"} <= plans
 
 
+def test_a_node_whose_converge_stood_says_so_and_one_installed_in_full_says_why():
+    report = json.loads((FIXTURES / "reports" / "node-rerun.json").read_text())
+    stood = cli.report_mod.converged(report)
+    assert sorted(stood) == sorted(report["hosts"]) and all(stood.values())
+    text = checked(report_page.render(report))
+    assert text.count("install skipped: the converge recorded at") == len(report["hosts"])
+    host = next(iter(report["hosts"].values()))
+    host["data"]["converge"] = {"current": False, "recorded_at": "", "reason": "the node booted since"}
+    assert "installed in full: the node booted since" in checked(report_page.render(report))
+    assert len(cli.report_mod.converged(report)) == len(report["hosts"]) - 1
+
+
 def test_the_index_reads_a_runs_folder_with_stray_entries(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     (tmp_path / "20260101T000000Z-node").mkdir()  # killed before its report

@@ -23,16 +23,26 @@ def test_tasks_and_results_are_counted_from_the_events_of_every_step(tmp_path):
     assert converge_scale.task_counts(tmp_path) == {"tasks": 3, "task_results": 5}
 
 
-def run(nodes, kind, wall, rc=0):
-    return {"nodes": nodes, "run": kind, "wall_s": wall, "rc": rc}
+def run(nodes, kind, wall, rc=0, cpu=None):
+    return {"nodes": nodes, "run": kind, "wall_s": wall, "rc": rc, "controller_cpu_s": cpu}
 
 
 def test_summary_takes_the_best_noop_and_compares_with_the_targets():
-    runs = [run(1, "fresh", 120), run(1, "noop", 16.0), run(1, "noop", 12.0),
-            run(4, "fresh", 300), run(4, "noop", 30.0), run(8, "noop", 90.0, rc=2)]
+    runs = [run(1, "fresh", 120), run(1, "noop", 6.0), run(1, "noop", 4.5),
+            run(4, "fresh", 300), run(4, "noop", 10.0), run(8, "noop", 90.0, rc=2)]
     assert converge_scale.summary(runs) == {
-        "noop_1_node_s": 12.0, "noop_1_node_within_15_s": True,
-        "noop_1_over_1": 1.0, "noop_4_over_1": 2.5, "noop_4_within_2x_1": False}
+        "noop_1_node_s": 4.5, "noop_1_node_within_5_s": True,
+        "noop_1_over_1": 1.0, "noop_4_over_1": 2.22, "noop_4_within_2x_1": False}
+
+
+def test_summary_gives_the_controllers_cpu_per_node_beside_the_full_no_op():
+    runs = [run(1, "noop", 2.2, cpu=1.4), run(1, "noop_full", 9.0, cpu=7.5), run(8, "noop", 5.0, cpu=7.2),
+            run(8, "noop", 5.5, cpu=9.0), run(8, "noop_full", 60.0, cpu=75.0)]
+    found = converge_scale.summary(runs)
+    assert found["noop_controller_cpu_per_node_s"] == {1: 1.4, 8: 0.9}
+    assert found["noop_full_controller_cpu_per_node_s"] == {1: 7.5, 8: 9.38}
+    assert found["noop_8_controller_within_1_s_per_node"] is True
+    assert found["noop_full_s"] == {1: 9.0, 8: 60.0}
 
 
 def test_summary_without_a_one_node_noop_says_nothing():

@@ -1,6 +1,7 @@
-"""tfprov.gpu.node_boot: recorded /proc text, and the real /proc of this machine."""
+"""Which boot this is (module_utils.node_boot, read by the modules node_boot and converge_record): recorded /proc
+text, and the real /proc of this machine."""
 
-from ansible_collections.tfprov.gpu.plugins.modules import node_boot
+from ansible_collections.tfprov.gpu.plugins.module_utils import node_boot
 
 # Recorded on a Debian 12 VM (systemd) and in a container whose process 1 is a shell named with a space and a ")".
 VM_STAT = "1 (systemd) S 0 1 1 0 -1 4194560 41570 3160911 146 1279 95 120 9079 3283 20 0 1 0 3 171458560 3291\n"
