@@ -105,6 +105,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfprov.gpu.plugins.module_utils.node_boot import boot_id
 
 UNIT_DIR = "/etc/systemd/system"
+SYSTEMD_RUNNING = "/run/systemd/system"  # systemd's own test that it is the init (sd_booted)
 
 
 def stat_line(path):
@@ -130,14 +131,14 @@ def witness_state(patterns):
     return state
 
 
-def unit_states(run=subprocess.run):
+def unit_states(unit_dir=UNIT_DIR, systemd_running=SYSTEMD_RUNNING, run=subprocess.run):
     """{unit: active state} for the tfprov-* units, where systemd runs (a container node may have none)."""
-    if not os.path.isdir("/run/systemd/system"):
+    if not os.path.isdir(systemd_running) or not os.path.isdir(unit_dir):
         return {}
-    units = sorted(name for name in os.listdir(UNIT_DIR) if name.startswith("tfprov-")) if os.path.isdir(
-        UNIT_DIR) else []
+    units = sorted(name for name in os.listdir(unit_dir) if name.startswith("tfprov-"))
     if not units:
         return {}
+    # One line per unit, in order; exit 3 when one is not active, which is an answer, not a failure.
     result = run(["systemctl", "is-active"] + units, capture_output=True, text=True)
     return dict(zip(units, result.stdout.split()))
 

@@ -4,8 +4,9 @@ node's pip goes through it, as on a cloud where the controller is far from the n
 A private cloud of its own (`itcache`): the cache node and two fresh nodes (chief, worker; TensorFlow not
 installed). `--check` first, which writes nothing on the fresh cache node. Then `tfprov run node`: the cache is set
 up first, and both members install TensorFlow through it; the cache fetches each wheel from its upstream (here the
-gateway's pip cache, which stands in for PyPI) once, listening on its private address only. A second run changes
-nothing on the cache node; with the cache down, the members are stopped before any change, in one line naming it.
+gateway's pip cache, which stands in for PyPI) once, listening on its private address only. A second run finds the
+members' converge standing and leaves the cache node alone; with --full it sets it up again and changes nothing
+anywhere; with the cache down, a member that installs is stopped before any change, in one line naming it.
 """
 
 import json
@@ -83,7 +84,12 @@ def test_members_install_tensorflow_through_the_cache_node_which_fetches_each_wh
 
 
 def test_a_second_run_changes_nothing_on_the_cache_node(cloud):
+    # The members' converge stands: nothing installs, so the cache node is left alone.
     proc = tfprov("run", "node", runs_dir=cloud)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert {name: host["changed"] for name, host in latest_hosts(cloud).items()} == {CHIEF: 0, WORKER: 0}
+    # Every play on every node: the cache node is set up again, and nothing changes anywhere.
+    proc = tfprov("run", "node", "--full", runs_dir=cloud)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert {name: host["changed"] for name, host in latest_hosts(cloud).items()} == {CACHE: 0, CHIEF: 0, WORKER: 0}
 

@@ -1,7 +1,8 @@
 """converge_check.yml and converge_record.yml around a stand-in install, run by ansible-playbook on two local hosts
 (each with its own environment and record directory): the first run installs and records both, the next skips
 both, a file added to one's environment brings its install back alone, a changed variable brings both back, and
-reuse turned off (--full) installs both and names why. What the report gets comes from set_stats."""
+reuse turned off (--full) installs both and names why; the cache node (tfprov_cache) is set up only in a run where
+some node installs. What the report gets comes from set_stats."""
 
 import json
 import os
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.skipif(not (BIN / "ansible-playbook").exists(), reason="no ansible-playbook")
 INSTALL = "Stand in for the install"
+CACHE = "Stand in for the package cache"
 
 
 @pytest.fixture
@@ -26,10 +28,14 @@ def site(tmp_path):
         hosts[name] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                        "tfprov_tf_env": str(tmp_path / name / "env"),
                        "tfprov_converge_record_dir": str(tmp_path / name / "records")}
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"tfprov_nodes": {"hosts": hosts}}}}))
+    cache = {"c": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"tfprov_nodes": {"hosts": hosts},
+                                                                           "tfprov_cache": {"hosts": cache}}}}))
     playbook = [
         {"ansible.builtin.import_playbook": str(ROOT / "playbooks/converge_check.yml"),
          "vars": {"tfprov_converge_name": "node"}},
+        {"name": CACHE, "hosts": "{{ groups['tfprov_cache_needed'] | default([]) }}", "gather_facts": False,
+         "tasks": [{"name": "Stand in for the cache's setup", "ansible.builtin.debug": {"msg": "cache"}}]},
         {"name": INSTALL, "hosts": "{{ groups['tfprov_converging'] | default([]) }}", "gather_facts": False,
          "tasks": [{"name": "Read the GPUs", "tfprov.gpu.nvidia_gpu_facts": {}},
                    {"name": "Resolve a stack", "tfprov.gpu.stack": {"python": "3.11"}}]},
@@ -51,10 +57,12 @@ def run(site, *extra, witnesses=True):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    installed = sorted(host for play in out["plays"] if play["play"]["name"] == INSTALL
-                       for task in play["tasks"][:1] for host in task["hosts"])
+    ran = {name: sorted(host for play in out["plays"] if play["play"]["name"] == name
+                        for task in play["tasks"][:1] for host in task["hosts"]) for name in (INSTALL, CACHE)}
+    # The cache node is set up exactly when some node installs.
+    assert ran[CACHE] == (["c"] if ran[INSTALL] else []), ran
     stats = out["global_custom_stats"]["tfprov_hosts"]
-    return installed, {name: stats[name]["converge"] for name in stats}
+    return ran[INSTALL], {name: stats[name]["converge"] for name in stats}
 
 
 def test_a_converge_stands_until_what_it_was_given_or_its_witnesses_change(site):

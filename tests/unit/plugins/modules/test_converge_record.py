@@ -126,3 +126,21 @@ def test_a_torn_record_is_no_record(capsys, node):
     os.makedirs(tmp / "records")
     (tmp / "records/node.json").write_text('{"inputs": "in-1", ')
     assert run(capsys, inputs="in-1", **common)["reason"] == "no record of a finished converge"
+
+
+def test_unit_states_asks_systemctl_about_the_tfprov_units_only_where_systemd_runs(tmp_path):
+    units, running = tmp_path / "system", tmp_path / "run-systemd"
+    units.mkdir()
+    for name in ("tfprov-idle-stop.timer", "tfprov-idle-stop.service", "ssh.service"):
+        (units / name).write_text("")
+    asked = []
+
+    def systemctl(argv, **_):
+        asked.append(argv)
+        return type("Done", (), {"stdout": "inactive\nactive\n", "returncode": 3})()
+
+    assert converge_record.unit_states(str(units), str(running), systemctl) == {}  # no systemd: not asked
+    running.mkdir()
+    assert converge_record.unit_states(str(units), str(running), systemctl) == {
+        "tfprov-idle-stop.service": "inactive", "tfprov-idle-stop.timer": "active"}
+    assert asked == [["systemctl", "is-active", "tfprov-idle-stop.service", "tfprov-idle-stop.timer"]]
