@@ -36,13 +36,18 @@ def workdir(tmp_path, ec2):
     ec2.terminate_instances(InstanceIds=started)  # the other cloud tests count tfprov's instances and GPU vCPUs
 
 
-def listing(workdir, *extra, before=(), env=None):
-    """ansible-inventory --list of the workdir's inventory file, after the sources named in before."""
+def listing(workdir, *extra, before=(), env=None, imported=None):
+    """ansible-inventory --list of the workdir's inventory file, after the sources named in before; with a set as
+    imported, it is filled with the names of the modules the command imported."""
     sources = [arg for source in (*before, "aws.aws_ec2.yml") for arg in ("-i", source)]
-    proc = subprocess.run([ANSIBLE_INVENTORY, *sources, "--list", *extra], cwd=workdir,
+    python = [] if imported is None else [sys.executable, "-X", "importtime"]
+    proc = subprocess.run([*python, ANSIBLE_INVENTORY, *sources, "--list", *extra], cwd=workdir,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **(env or {})})
     assert proc.returncode == 0, proc.stderr
+    if imported is not None:
+        imported.update(line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                        if line.startswith("import time:"))
     return json.loads(proc.stdout)
 
 
@@ -62,6 +67,14 @@ def test_a_cached_listing_is_the_same_listing_served_from_the_finished_inventory
         if "_tfprov_" not in name:
             (workdir / ".tfprov" / "cache" / "aws_ec2" / name).unlink()
     assert listing(workdir) == first
+
+
+def test_a_listing_from_the_finished_inventory_imports_neither_amazon_aws_nor_boto3(workdir):
+    cold, cached = set(), set()
+    first = listing(workdir, imported=cold)
+    assert listing(workdir, imported=cached) == first
+    assert {"boto3", "ansible_collections.amazon.aws.plugins.inventory.aws_ec2"} <= cold  # listing EC2 needs them
+    assert not {name for name in cached if name.startswith(("boto3", "botocore", "ansible_collections.amazon"))}
 
 
 def test_tag_values_stay_untrusted_through_the_cache(workdir):

@@ -50,20 +50,31 @@ def test_a_stopped_or_stopping_instance_is_listed_as_stopped():
         assert tfprov_vars(host(state={"code": 80, "name": ec2_state}))[0]["tfprov_node_state"] == state
 
 
-def test_the_plugin_is_amazon_aws_ec2_under_tfprov_name():
+def test_the_plugin_reads_the_same_file_names_as_amazon_aws_ec2(tmp_path):
     from ansible_collections.amazon.aws.plugins.inventory.aws_ec2 import InventoryModule as Stock
 
-    assert issubclass(InventoryModule, Stock) and InventoryModule.NAME == "tfprov.gpu.aws_ec2"
-    assert InventoryModule().verify_file.__func__ is Stock.verify_file  # same *.aws_ec2.yml file names
+    assert InventoryModule.INVENTORY_FILE_SUFFIXES == Stock.INVENTORY_FILE_SUFFIXES
+    for name, expected in (("demo.aws_ec2.yml", True), ("demo.aws_ec2.yaml", True), ("demo.gcp_compute.yml", False)):
+        (tmp_path / name).write_text("plugin: tfprov.gpu.aws_ec2\n")
+        assert InventoryModule().verify_file(str(tmp_path / name)) is expected
+    assert not InventoryModule().verify_file(str(tmp_path / "missing.aws_ec2.yml"))
 
 
-def test_the_plugin_overrides_only_the_public_parse_of_amazon_aws_ec2():
+def test_amazon_aws_ec2_lists_whole_under_tfprov_name_options_and_cache_key():
+    # Not a subclass: no method of amazon.aws is overridden, and amazon.aws (boto3) is imported only to list.
     from ansible_collections.amazon.aws.plugins.inventory.aws_ec2 import InventoryModule as Stock
 
-    own = {name for name, value in vars(InventoryModule).items()
-           if (callable(value) or isinstance(value, staticmethod)) and not name.startswith("__")}
-    assert {name for name in own if hasattr(Stock, name)} == {"parse"}  # the rest are tfprov's own, new names
-    assert "_finished_key" in own
+    plugin = InventoryModule()
+    loaded = {"_original_path": "/c/aws_ec2.py", "_load_name": "tfprov.gpu.aws_ec2",
+              "_redirected_names": ["tfprov.gpu.aws_ec2"], "ansible_aliases": ["tfprov.gpu.aws_ec2"],
+              "ansible_name": "tfprov.gpu.aws_ec2"}
+    for name, value in loaded.items():
+        setattr(plugin, name, value)
+    stock = plugin._stock_plugin()
+    assert not issubclass(InventoryModule, Stock) and type(stock) is Stock
+    assert stock.NAME == InventoryModule.NAME == "tfprov.gpu.aws_ec2" and Stock.NAME == "amazon.aws.aws_ec2"
+    assert {name: getattr(stock, name) for name in loaded} == loaded
+    assert stock.get_cache_key("inv/aws.aws_ec2.yml") == plugin.get_cache_key("inv/aws.aws_ec2.yml")
 
 
 def test_the_documentation_parses_and_raw_hostvars_defaults_to_all():
@@ -97,6 +108,7 @@ def _parsed(monkeypatch, listed, group="aws_ec2", **options):
     plugin = InventoryModule()
     settings = {"raw_hostvars": [], "compose": {}, "hostvars_prefix": "", "hostvars_suffix": ""} | options
     monkeypatch.setattr(plugin, "get_option", lambda name: settings.get(name), raising=False)
+    monkeypatch.setattr(plugin, "_read_config_data", lambda path: {"plugin": "tfprov.gpu.aws_ec2"})
     monkeypatch.setattr(plugin, "_finished_key", lambda *args: None)  # caching off (tests/cloud: the cache)
     plugin.parse(inventory, None, "demo.aws_ec2.yml")
     return inventory
