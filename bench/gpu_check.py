@@ -10,6 +10,8 @@ With --quick (the check that ends `tfprov run node`): one small float32 matmul p
 NumPy's, in a few seconds; a device that fails or computes wrong is a problem (exit 3). No sweep, no NumPy timing.
 Either way the JSON carries the digest of the environment it ran in (every installed distribution and its version,
 as the tensorflow_gpu role's requirements_met.py prints it): the role reuses a passing check while that is unchanged.
+With --record FILE --record-key KEY, a check without problems is also written there for that reuse (its key, the
+digest, when it ran and the result; mode 0644, replaced whole), in the same run: no second trip to the node.
 """
 
 from __future__ import annotations
@@ -203,6 +205,19 @@ def run(args) -> dict:
     return report
 
 
+def write_record(path: str, key: str, report: dict, now: float | None = None) -> None:
+    """The passing check, as the tensorflow_gpu role reads it back (vars/main.yml: key, digest, checked_epoch,
+    result): written beside and renamed over the old record, so a reader never sees half of one."""
+    now = time.time() if now is None else now
+    record = {"key": key, "digest": report["environment_digest"], "checked_epoch": int(now),
+              "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "result": report}
+    partial = f"{path}.partial"
+    with open(partial, "w") as handle:
+        handle.write(json.dumps(record, indent=4, sort_keys=True) + "\n")
+    os.chmod(partial, 0o644)
+    os.replace(partial, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
@@ -215,13 +230,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick-size", type=int, default=512, help="N of the --quick matmul")
     parser.add_argument("--host")
     parser.add_argument("--out", help="write the JSON here too")
+    parser.add_argument("--record", help="write a check without problems here, for the role to reuse")
+    parser.add_argument("--record-key", help="what the check was run for (the role's key); --record needs it")
     args = parser.parse_args(argv)
+    if bool(args.record) != bool(args.record_key):
+        parser.error("--record and --record-key go together")
     report = run(args)
     # One line on stdout, so that a playbook finds it after any log lines a terminal mixes into stdout.
     if args.out:
         with open(args.out, "w") as handle:
             handle.write(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report))
+    print(json.dumps(report), flush=True)
+    if args.record and not report["problems"]:
+        try:
+            write_record(args.record, args.record_key, report)
+        except OSError as exc:
+            print(f"gpu_check: cannot record the check in {args.record}: {exc}", file=sys.stderr)
+            return 4
     return 3 if report["problems"] else 0
 
 

@@ -90,7 +90,10 @@ report:
   returned: always
   type: dict
 ansible_facts:
-  description: The record's facts, when it stands.
+  description:
+    - The record's facts, when it stands.
+    - With I(state=check), also C(tfprov_boot_id), the boot it judged (as M(tfprov.gpu.node_boot) returns it), so
+      the run knows the boot it starts on without asking the node again.
   returned: always
   type: dict
 """
@@ -224,14 +227,15 @@ def main():
             module.exit_json(changed=False, current=True, reason="", recorded_at=record["recorded_at"],
                              report={}, ansible_facts={})
         record = read_record(path)
-        reason = judge(record, params["inputs"], boot_id(), snapshot(params["witnesses"]), params["max_age_hours"])
+        now_boot = boot_id()
+        reason = judge(record, params["inputs"], now_boot, snapshot(params["witnesses"]), params["max_age_hours"])
     except OSError as exc:
         module.fail_json(msg="cannot read or write the converge record %s: %s" % (path, exc))
     current = not reason
     module.exit_json(changed=False, current=current, reason=reason,
                      recorded_at=(record or {}).get("recorded_at", ""),
                      report=record.get("report", {}) if current else {},
-                     ansible_facts=record.get("facts", {}) if current else {})
+                     ansible_facts=dict(record.get("facts", {}) if current else {}, tfprov_boot_id=now_boot))
 
 
 if __name__ == "__main__":

@@ -197,3 +197,35 @@ def test_the_sweep_prints_its_report_on_one_line(monkeypatch, capsys):
     gpu_check.main(["--require-gpu", "--host", "n1"])
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["host"] == "n1"
+
+
+def test_a_passing_check_is_recorded_for_the_role_to_reuse_and_a_failing_one_is_not(monkeypatch, capsys, tmp_path):
+    record = tmp_path / "tfprov-gpu-check.json"
+    record.write_text("an older record\n")
+    one_gpu(monkeypatch, wrong_on={"GPU:0"})
+    rc, _ = quick_report(capsys, "--record", str(record), "--record-key", "k1")
+    assert rc == 3 and record.read_text() == "an older record\n"  # a failed check leaves no record of a pass
+    one_gpu(monkeypatch)
+    rc, report = quick_report(capsys, "--record", str(record), "--record-key", "k1")
+    written = json.loads(record.read_text())
+    assert rc == 0 and oct(record.stat().st_mode & 0o777) == "0o644" and not list(tmp_path.glob("*.partial"))
+    # What the role's vars/main.yml reads back: the key, the environment's digest, the age and the result itself.
+    assert written["key"] == "k1" and written["result"] == report
+    assert written["digest"] == report["environment_digest"]
+    assert isinstance(written["checked_epoch"], int) and written["checked_at"].endswith("Z")
+
+
+def test_a_record_that_cannot_be_written_fails_the_check_with_one_line(monkeypatch, capsys, tmp_path):
+    fake_tensorflow(monkeypatch)
+    add_fake_matmul(monkeypatch)
+    rc = gpu_check.main(["--quick", "--quick-size", "64", "--record", str(tmp_path / "gone" / "r.json"),
+                         "--record-key", "k1"])
+    captured = capsys.readouterr()
+    assert rc == 4 and json.loads(captured.out)["problems"] == []
+    assert captured.err.startswith(f"gpu_check: cannot record the check in {tmp_path / 'gone' / 'r.json'}: ")
+
+
+def test_record_and_its_key_go_together(capsys):
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--quick", "--record", "/tmp/r.json"])
+    assert "--record and --record-key go together" in capsys.readouterr().err

@@ -44,7 +44,8 @@ def test_a_record_stands_and_gives_back_its_report_and_facts(capsys, node):
     result = record_then_check(capsys, common)
     assert result["current"] is True and result["reason"] == "" and result["changed"] is False
     assert result["report"] == {"stack": {"tensorflow_version": "2.21.0"}}
-    assert result["ansible_facts"] == {"tfprov_stack": {"cuda": "12.5"}}
+    # and the boot it judged: the run's start, which the resolve play then does not ask the node for again
+    assert result["ansible_facts"] == {"tfprov_stack": {"cuda": "12.5"}, "tfprov_boot_id": "boot-1"}
     record = tmp / "records/node.json"
     assert oct(record.stat().st_mode & 0o777) == "0o600" and oct(record.parent.stat().st_mode & 0o777) == "0o700"
 
@@ -53,6 +54,7 @@ def test_no_record_is_a_reason_and_a_check_writes_nothing(capsys, node):
     tmp, common = node
     result = run(capsys, inputs="in-1", **common)
     assert result == {**result, "current": False, "reason": "no record of a finished converge", "report": {}}
+    assert result["ansible_facts"] == {"tfprov_boot_id": "boot-1"}  # no record's facts, but the boot judged
     assert not (tmp / "records").exists()
 
 
@@ -60,7 +62,7 @@ def test_other_inputs_do_not_stand(capsys, node):
     _, common = node
     result = record_then_check(capsys, common, inputs="in-0")
     assert not result["current"] and "what the run is given changed" in result["reason"]
-    assert result["report"] == {} and result["ansible_facts"] == {}
+    assert result["report"] == {} and result["ansible_facts"] == {"tfprov_boot_id": "boot-1"}  # none of its facts
 
 
 def test_a_reboot_since_does_not_stand(capsys, node, monkeypatch):
