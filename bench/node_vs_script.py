@@ -17,6 +17,14 @@ its node used (its container's cgroup) and, for tfprov, the controller's, and th
 and controller) against the script's node CPU, round by round: how much more work tfprov does, which wall time
 alone does not say (on this shared machine both vary by about half between rounds).
 
+Where tfprov's extra time goes, step by step (`steps` of each fresh run): the script stamps the time after each of
+its steps (apt, venv, pip, import: stamps inside the one `docker exec`, so the script's wall is not changed), and
+tfprov's run gives the durations of the same steps as the tensorflow_gpu role's tasks (apt, pip, which creates the
+environment too, compile: pip's bytecode on every core, check: the quick check's import). What is left of tfprov's
+wall, `own_s`, is its own cost: preflight, resolve, the gate, the record, the profile file, Ansible's start and its
+per-task work. The summary gives its range (`fresh_tfprov_own_s`) and, round by round, tfprov's shared steps over
+the script's (`fresh_steps_tfprov_over_script`): how the install itself compares.
+
 Run it alone (it replaces the local cloud), from the checkout:
     .venv/bin/python bench/node_vs_script.py --rounds 3 --out node-vs-script.json
 """
@@ -24,6 +32,7 @@ Run it alone (it replaces the local cloud), from the checkout:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -45,15 +54,25 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET_FRESH_OVER_SCRIPT = 1.2
 ENV_DIR = "/opt/plain/tf"
 # What a user types instead of tfprov, on a Debian node behind the same proxy and pip cache.
+# Each `step` line stamps the time a step ended (steps()); `date +%s.%N` is GNU date, as on every Debian node.
 SCRIPT = r"""set -e
 export DEBIAN_FRONTEND=noninteractive http_proxy="$PROXY" https_proxy="$PROXY" no_proxy="$SUBNET"
+echo "step start $(date +%s.%N)"
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+echo "step apt $(date +%s.%N)"
 [ -x "$ENV_DIR/bin/python" ] || python3 -m venv "$ENV_DIR"
+echo "step venv $(date +%s.%N)"
 "$ENV_DIR/bin/pip" install -q --disable-pip-version-check --index-url "$INDEX" --trusted-host "$INDEX_HOST" "$REQ"
+echo "step pip $(date +%s.%N)"
 "$ENV_DIR/bin/python" -c 'import tensorflow as tf; x = tf.random.normal((256, 256)); print(tf.__version__,
 float(tf.reduce_sum(tf.matmul(x, x))))'
+echo "step import $(date +%s.%N)"
 """
+# The tensorflow_gpu role's tasks that do what the script's steps do, by action and the start of their names.
+TFPROV_STEPS = {"apt": ("ansible.builtin.apt", "Install "), "pip": ("ansible.builtin.pip", "Install TensorFlow"),
+                "compile": ("ansible.builtin.command", "Compile "),
+                "check": ("ansible.builtin.script", "Import TensorFlow")}
 
 
 def requirement() -> str:
@@ -75,8 +94,33 @@ def run_script(node: str, env: dict[str, str]) -> dict:
     args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
     started = time.monotonic()
     proc = subprocess.run(["docker", "exec", *args, node, "sh", "-c", SCRIPT], capture_output=True, text=True)
-    return {"wall_s": round(time.monotonic() - started, 1), "rc": proc.returncode,
+    wall = round(time.monotonic() - started, 1)
+    return {"wall_s": wall, "rc": proc.returncode, "steps": script_steps(proc.stdout, wall),
             **({"output_tail": (proc.stdout + proc.stderr)[-1500:]} if proc.returncode else {})}
+
+
+def script_steps(stdout: str, wall: float) -> dict[str, float]:
+    """Each step's seconds, from the script's `step NAME EPOCH` stamps, and own_s: the wall outside them."""
+    stamps = [(parts[1], float(parts[2])) for parts in (line.split() for line in stdout.splitlines())
+              if len(parts) == 3 and parts[0] == "step"]
+    steps = {name: round(end - begin, 2) for (_, begin), (name, end) in itertools.pairwise(stamps)}
+    return steps | {"own_s": round(wall - sum(steps.values()), 1)} if steps else {}
+
+
+def tfprov_steps(run_dir: Path, wall: float) -> dict[str, float]:
+    """The seconds of the role's tasks that match the script's steps (TFPROV_STEPS, from the run's job events), and
+    own_s: the rest of the run's wall, tfprov's own cost."""
+    steps = dict.fromkeys(TFPROV_STEPS, 0.0)
+    for path in run_dir.glob("artifacts/*/job_events/*.json"):
+        event = json.loads(path.read_text(encoding="utf-8"))
+        data = event.get("event_data", {})
+        if event.get("event") not in ("runner_on_ok", "runner_on_failed") or data.get("role") != "tensorflow_gpu":
+            continue
+        for step, (action, name) in TFPROV_STEPS.items():
+            if data.get("task_action") == action and data.get("task", "").startswith(name):
+                steps[step] += float(data.get("duration") or 0)
+    steps = {step: round(seconds, 2) for step, seconds in steps.items()}
+    return steps | {"own_s": round(wall - sum(steps.values()), 1)}
 
 
 def warm_pip_index(index: str, host: str, req: str) -> None:
@@ -105,8 +149,9 @@ def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
 
     def tfprov_run(kind):
         run = converge.measure_run(1, kind, ["--limit", tfprov_node], runs_dir)
+        steps = tfprov_steps(Path(run["run_dir"]), run["wall_s"]) if run.get("run_dir") and kind == "fresh" else {}
         return {k: run[k] for k in ("wall_s", "rc", "changed", "controller_cpu_s") if k in run} | (
-            {"output_tail": run["output_tail"]} if "output_tail" in run else {})
+            {"steps": steps} if steps else {}) | ({"output_tail": run["output_tail"]} if "output_tail" in run else {})
 
     variants = {"tfprov": tfprov_run, "script": lambda kind: run_script(script_node, env)}
     containers = {"tfprov": first["id"], "script": second["id"]}
@@ -152,7 +197,24 @@ def summary(runs: list[dict]) -> dict:
         out["fresh_within_target"] = max(ratios) <= TARGET_FRESH_OVER_SCRIPT
     if cpu_ratios:
         out["fresh_cpu_tfprov_over_script"] = cpu_ratios
-    return out
+    return out | step_summary(measured)
+
+
+def step_summary(measured: list[dict]) -> dict:
+    """tfprov's own cost (the wall outside the install's steps) over the measured fresh runs, and round by round its
+    install steps over the script's (apt, venv and pip, the import; tfprov's compile counted with pip, which
+    compiles as it installs in the script)."""
+    fresh = [r for r in measured if r["kind"] == "fresh" and r.get("steps")]
+    own = sorted(r["steps"]["own_s"] for r in fresh if r["variant"] == "tfprov")
+    out = {"fresh_tfprov_own_s": [own[0], own[-1]]} if own else {}
+    ratios = []
+    for number in sorted({r["round"] for r in fresh}):
+        pair = {r["variant"]: r["steps"] for r in fresh if r["round"] == number}
+        if {"tfprov", "script"} <= set(pair):
+            shared = {variant: sum(v for k, v in steps.items() if k != "own_s") for variant, steps in pair.items()}
+            if shared["script"]:
+                ratios.append(round(shared["tfprov"] / shared["script"], 2))
+    return out | ({"fresh_steps_tfprov_over_script": ratios} if ratios else {})
 
 
 def main(argv: list[str] | None = None) -> int:

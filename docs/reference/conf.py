@@ -58,6 +58,7 @@ _ANSIBLE_DOCS = 'https://docs.ansible.com/ansible/latest/'
 _ANSIBLE_LABELS = {
     'common_return_values': 'reference_appendices/common_return_values.html',
     'action_plugins': 'plugins/action.html',
+    'callback_plugins': 'plugins/callback.html',
     'ansible_configuration_settings': 'reference_appendices/config.html',
 }
 

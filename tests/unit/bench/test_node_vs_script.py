@@ -1,6 +1,7 @@
 """The node-versus-script benchmark's bookkeeping: the script's settings from a node's labels, and its summary."""
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,52 @@ def test_summary_sets_tfprovs_node_and_controller_cpu_against_the_scripts_node_c
     assert found["fresh_cpu_tfprov_over_script"] == [1.25, 1.27]  # node and controller over the script's node
     assert found["tfprov_fresh_cpu_s"] == [40.0, 42.0] and found["script_fresh_cpu_s"] == [32.0, 33.0]
     assert found["tfprov_noop_cpu_s"] == [8.7, 8.7] and found["script_noop_cpu_s"] == [1.5, 1.5]
+
+
+def test_the_scripts_steps_come_from_its_stamps_and_its_own_time_is_the_rest_of_its_wall():
+    stdout = ("step start 100.00\nstep apt 102.50\nstep venv 105.00\n"
+              "step pip 125.00\n2.21.0 1234.5\nstep import 128.25\n")
+    assert node_vs_script.script_steps(stdout, 28.5) == {
+        "apt": 2.5, "venv": 2.5, "pip": 20.0, "import": 3.25, "own_s": 0.2}
+    assert node_vs_script.script_steps("no stamps here\n", 3.0) == {}
+
+
+def test_the_script_stamps_every_step_it_runs():
+    assert [line.split()[2] for line in node_vs_script.SCRIPT.splitlines() if line.startswith('echo "step ')] == [
+        "start", "apt", "venv", "pip", "import"]
+
+
+def write_event(directory, number, event, task, action, duration, role="tensorflow_gpu"):
+    path = directory / "artifacts" / "01-gpu_node" / "job_events" / f"{number}-x.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"event": event, "event_data": {
+        "role": role, "task": task, "task_action": action, "duration": duration}}))
+
+
+def test_tfprovs_steps_are_the_roles_matching_tasks_and_its_own_cost_the_rest(tmp_path):
+    write_event(tmp_path, 1, "runner_on_ok", "Install python3-venv, python3-packaging", "ansible.builtin.apt", 3.8)
+    write_event(tmp_path, 2, "runner_on_ok", "Install TensorFlow into the virtual environment /x",
+                "ansible.builtin.pip", 17.6)
+    write_event(tmp_path, 3, "runner_on_ok", "Compile the installed packages' bytecode", "ansible.builtin.command",
+                5.4)
+    write_event(tmp_path, 4, "runner_on_ok", "Import TensorFlow in the environment", "ansible.builtin.script", 3.2)
+    write_event(tmp_path, 5, "runner_on_start", "Import TensorFlow in the environment", "ansible.builtin.script",
+                None)  # a start is no result
+    write_event(tmp_path, 6, "runner_on_skipped", "Read whether the environment already holds x",
+                "ansible.builtin.script", 0.4)
+    write_event(tmp_path, 7, "runner_on_ok", "Install NVIDIA's driver", "ansible.builtin.apt", 9.0,
+                role="nvidia_driver")  # another role's
+    assert node_vs_script.tfprov_steps(tmp_path, 40.0) == {
+        "apt": 3.8, "pip": 17.6, "compile": 5.4, "check": 3.2, "own_s": 10.0}
+
+
+def test_the_step_summary_gives_tfprovs_own_cost_and_its_install_steps_over_the_scripts():
+    runs = [run(1, "tfprov", "fresh", 40.0) | {"steps": {"apt": 4.0, "pip": 18.0, "compile": 5.0, "check": 3.0,
+                                                          "own_s": 10.0}},
+            run(1, "script", "fresh", 29.0) | {"steps": {"apt": 2.5, "venv": 2.5, "pip": 20.0, "import": 3.0,
+                                                          "own_s": 1.0}},
+            run(2, "tfprov", "fresh", 45.0) | {"steps": {"apt": 4.0, "pip": 20.0, "compile": 6.0, "check": 3.0,
+                                                          "own_s": 12.0}}]
+    found = node_vs_script.summary(runs)
+    assert found["fresh_tfprov_own_s"] == [10.0, 12.0]
+    assert found["fresh_steps_tfprov_over_script"] == [1.07]  # (4+18+5+3) / (2.5+2.5+20+3); round 2 has no script
