@@ -6,8 +6,10 @@ connection for the same converge (bench/connection_compare.py). But the stock pl
 failure when the container is gone ("Error response from daemon: container ... is not running", exit 1) as if it
 were the module's: a node stopped in the middle of a run would read "failed" in the run's report, and the retry
 would treat it as a task to fix rather than a node to start. Here, when a command, a file copy or a fetch fails
-without any output of the node's, the container's state is asked once: a container that no longer runs raises the
-connection failure Ansible reports as unreachable. A running container's failure is returned unchanged.
+without any output of the node's (nothing, or only Docker's own error line), the container's state is asked: a
+container that no longer runs raises the connection failure Ansible reports as unreachable. A running container's
+failure is returned unchanged, after asking again for up to 2 s when the exec was cut (a signal, Docker's error):
+a container being killed ends its exec a moment before Docker records it as exited.
 
 Ansible reads a plugin's options from the literal DOCUMENTATION of its own file, so the stock plugin's options are
 declared again below, with the same names and sources (variables, environment, ansible.cfg).
@@ -98,10 +100,20 @@ options:
 """
 
 import subprocess
+import time
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError, AnsibleFileNotFound
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.community.docker.plugins.connection.docker import Connection as StockConnection
+
+# A container being killed ends the exec running in it (killed by a signal, or with Docker's own error) a moment
+# before Docker records the container as exited: then its state is asked again for up to this long before the exec's
+# failure counts as the command's (an exec that fails on its own, with no signal and no error of Docker's, is asked
+# once: a `test -e` answering 1 costs no wait).
+KILL_GRACE_S = 2.0
+# Docker's own words for an exec it could not run or finish; it may print them on the exec's stdout (seen: "cannot
+# exec in a deleted state: unknown", rc 126, while the container was being killed).
+DOCKER_ERRORS = ("Error response from daemon", "OCI runtime exec failed", "cannot exec in a")
 
 
 class Connection(StockConnection):
@@ -109,8 +121,13 @@ class Connection(StockConnection):
 
     def exec_command(self, cmd, in_data=None, sudoable=False):
         rc, stdout, stderr = super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
-        if rc != 0 and not stdout.strip():  # nothing from the node: maybe no node to answer
-            self._fail_if_not_running(stderr)
+        if rc == 0:
+            return rc, stdout, stderr
+        out = to_text(stdout, errors="surrogate_or_replace").strip()
+        docker_said = [line for line in (out + "\n" + to_text(stderr, errors="surrogate_or_replace")).splitlines()
+                       if any(error in line for error in DOCKER_ERRORS)]
+        if not out or (docker_said and len(out.splitlines()) == 1):  # nothing from the node: maybe no node
+            self._fail_if_not_running(docker_said[-1] if docker_said else stderr, cut=rc >= 128 or bool(docker_said))
         return rc, stdout, stderr
 
     def put_file(self, in_path, out_path):
@@ -129,14 +146,20 @@ class Connection(StockConnection):
             self._fail_if_not_running(str(exc))
             raise
 
-    def _fail_if_not_running(self, error) -> None:
-        """Raise the connection failure when the container is not running; return when it runs."""
+    def _fail_if_not_running(self, error, cut=False) -> None:
+        """Raise the connection failure when the container is not running; return when it runs (cut: the exec was
+        ended from outside, so a container still shown running is asked again for KILL_GRACE_S)."""
         container = self.get_option("remote_addr")
-        state = subprocess.run([self.docker_cmd, *self._docker_args, "inspect", "--format", "{{.State.Status}}",
-                                container], capture_output=True, text=True, check=False)
-        status = state.stdout.strip()
-        if state.returncode == 0 and status == "running":
-            return
+        deadline = time.monotonic() + (KILL_GRACE_S if cut else 0)
+        while True:
+            state = subprocess.run([self.docker_cmd, *self._docker_args, "inspect", "--format",
+                                    "{{.State.Status}}", container], capture_output=True, text=True, check=False)
+            status = state.stdout.strip()
+            if not (state.returncode == 0 and status == "running"):
+                break
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.2)
         said = to_text(error, errors="surrogate_or_replace").strip().splitlines()
         raise AnsibleConnectionFailure(f"container {container} is not running ({status or 'no such container'})"
                                        + (f": {said[-1]}" if said else ""))

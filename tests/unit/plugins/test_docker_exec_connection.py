@@ -15,12 +15,16 @@ from ansible_collections.tfprov.gpu.plugins.connection import docker_exec
 NOT_RUNNING = "Error response from daemon: container 0123abc is not running\n"
 
 # The stand-in `docker`: `exec` prints $EXEC_OUT / $EXEC_ERR and exits $EXEC_RC (cat's stdin first, as an exec
-# given a module on stdin does); `inspect` prints $STATUS, or fails like the CLI for a removed container.
+# given a module on stdin does); the Nth `inspect` prints the Nth word of $STATUS (the last one after that), or fails
+# like the CLI for a removed container when $STATUS is empty.
 FAKE_DOCKER = """#!/bin/sh
 echo "$*" >> "$CALLS"
 case "$1" in
   exec) cat > /dev/null; printf '%s' "$EXEC_OUT"; printf '%s' "$EXEC_ERR" >&2; exit "$EXEC_RC" ;;
-  inspect) if [ -n "$STATUS" ]; then echo "$STATUS"; else echo "Error: No such object: $5" >&2; exit 1; fi ;;
+  inspect)
+    asked=$(grep -c '^inspect' "$CALLS"); found=""
+    for status in $STATUS; do found=$status; asked=$((asked - 1)); [ "$asked" -le 0 ] && break; done
+    if [ -n "$found" ]; then echo "$found"; else echo "Error: No such object: $5" >&2; exit 1; fi ;;
 esac
 """
 
@@ -110,3 +114,28 @@ def test_the_local_inventory_uses_it():
                                .read_text())
     assert inventory["connection_type"] == "docker-cli"
     assert inventory["compose"]["ansible_connection"] == "'tfprov.gpu.docker_exec'"
+
+
+def test_an_exec_killed_before_docker_says_the_container_stopped_waits_for_it(docker, connection):
+    """`docker kill` ends the exec (137: SIGKILL) a moment before the container reads as exited."""
+    docker(rc=137, status="running running exited")
+    with pytest.raises(AnsibleConnectionFailure, match=r"tfprov-local-3 is not running \(exited\)"):
+        connection.exec_command("/usr/bin/python3", in_data=b"module")
+    assert docker.calls() == ["exec", "inspect", "inspect", "inspect"]
+
+
+def test_a_killed_exec_in_a_container_that_keeps_running_is_the_commands_after_the_grace(docker, connection,
+                                                                                       monkeypatch):
+    monkeypatch.setattr(docker_exec, "KILL_GRACE_S", 0.3)
+    docker(rc=137, status="running")
+    assert connection.exec_command("sleep 100")[0] == 137  # killed inside the node, by the node's own doing
+    assert docker.calls()[:3] == ["exec", "inspect", "inspect"]
+
+
+def test_dockers_own_error_on_the_execs_stdout_is_not_the_nodes_answer(docker, connection):
+    """Seen in CI: `docker kill` during a module's exec; Docker printed its error on stdout, rc 126."""
+    docker(rc=126, out="cannot exec in a deleted state: unknown\r\n", status="running exited")
+    with pytest.raises(AnsibleConnectionFailure,
+                       match=r"not running \(exited\): cannot exec in a deleted state"):
+        connection.exec_command("/usr/bin/python3", in_data=b"module")
+    assert docker.calls() == ["exec", "inspect", "inspect"]
