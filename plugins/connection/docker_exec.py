@@ -8,8 +8,8 @@ were the module's: a node stopped in the middle of a run would read "failed" in 
 would treat it as a task to fix rather than a node to start. Here, when a command, a file copy or a fetch fails
 without any output of the node's (nothing, or only Docker's own error line), the container's state is asked: a
 container that no longer runs raises the connection failure Ansible reports as unreachable. A running container's
-failure is returned unchanged, after asking again for up to 2 s when the exec was cut (a signal, Docker's error):
-a container being killed ends its exec a moment before Docker records it as exited.
+failure is returned unchanged, after asking again for up to 2 s when the exec was cut (a signal, Docker's error, a
+copy's `dd` ended without a word): a container being killed ends its exec a moment before Docker records it as exited.
 
 Ansible reads a plugin's options from the literal DOCUMENTATION of its own file, so the stock plugin's options are
 declared again below, with the same names and sources (variables, environment, ansible.cfg).
@@ -116,6 +116,14 @@ KILL_GRACE_S = 2.0
 DOCKER_ERRORS = ("Error response from daemon", "OCI runtime exec failed", "cannot exec in a")
 
 
+def transfer_cut(error: str) -> bool:
+    """Whether a failed copy's `dd` was ended from outside: Docker's own error, or not a word from `dd` (the stock
+    plugin's message: its own first line, then dd's output; a `dd` that fails by itself says why). A fetch's message
+    shows empty output as `None`/`b''`, so there only Docker's error counts: `docker cp`, tried first, works on a
+    container that is still being killed."""
+    return any(phrase in error for phrase in DOCKER_ERRORS) or not "".join(error.splitlines()[1:]).strip()
+
+
 class Connection(StockConnection):
     transport = "tfprov.gpu.docker_exec"
 
@@ -136,14 +144,14 @@ class Connection(StockConnection):
         except AnsibleFileNotFound:
             raise
         except AnsibleError as exc:
-            self._fail_if_not_running(str(exc))
+            self._fail_if_not_running(str(exc), cut=transfer_cut(str(exc)))
             raise
 
     def fetch_file(self, in_path, out_path):
         try:
             super().fetch_file(in_path, out_path)
         except AnsibleError as exc:
-            self._fail_if_not_running(str(exc))
+            self._fail_if_not_running(str(exc), cut=transfer_cut(str(exc)))
             raise
 
     def _fail_if_not_running(self, error, cut=False) -> None:

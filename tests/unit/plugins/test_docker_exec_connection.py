@@ -15,12 +15,14 @@ from ansible_collections.tfprov.gpu.plugins.connection import docker_exec
 NOT_RUNNING = "Error response from daemon: container 0123abc is not running\n"
 
 # The stand-in `docker`: `exec` prints $EXEC_OUT / $EXEC_ERR and exits $EXEC_RC (cat's stdin first, as an exec
-# given a module on stdin does); the Nth `inspect` prints the Nth word of $STATUS (the last one after that), or fails
+# given a module on stdin does); `cp` fails (a fetch then falls back to an exec of dd, as for a container being
+# removed); the Nth `inspect` prints the Nth word of $STATUS (the last one after that), or fails
 # like the CLI for a removed container when $STATUS is empty.
 FAKE_DOCKER = """#!/bin/sh
 echo "$*" >> "$CALLS"
 case "$1" in
   exec) cat > /dev/null; printf '%s' "$EXEC_OUT"; printf '%s' "$EXEC_ERR" >&2; exit "$EXEC_RC" ;;
+  cp) exit 1 ;;
   inspect)
     asked=$(grep -c '^inspect' "$CALLS"); found=""
     for status in $STATUS; do found=$status; asked=$((asked - 1)); [ "$asked" -le 0 ] && break; done
@@ -139,3 +141,30 @@ def test_dockers_own_error_on_the_execs_stdout_is_not_the_nodes_answer(docker, c
                        match=r"not running \(exited\): cannot exec in a deleted state"):
         connection.exec_command("/usr/bin/python3", in_data=b"module")
     assert docker.calls() == ["exec", "inspect", "inspect"]
+
+
+def test_a_copy_killed_before_docker_says_the_container_stopped_waits_for_it(docker, connection, tmp_path):
+    """A `script` task's copy cut by `docker kill`: dd ends without a word (137) while the container still runs."""
+    source = tmp_path / "script.py"
+    source.write_text("print()\n")
+    docker(rc=137, status="running running exited")
+    with pytest.raises(AnsibleConnectionFailure, match=r"tfprov-local-3 is not running \(exited\)"):
+        connection.put_file(str(source), "/tmp/script.py")
+    assert docker.calls() == ["exec", "inspect", "inspect", "inspect"]
+
+
+def test_a_fetch_cut_by_dockers_own_error_waits_for_the_container_to_stop(docker, connection, tmp_path):
+    docker(rc=126, err="cannot exec in a deleted state: unknown\r\n", status="running exited")
+    with pytest.raises(AnsibleConnectionFailure, match=r"not running \(exited\)"):
+        connection.fetch_file("/tmp/report.json", str(tmp_path / "report.json"))
+    assert docker.calls() == ["cp", "exec", "inspect", "inspect"]
+
+
+def test_a_copy_that_dd_refused_is_asked_once_and_returned(docker, connection, tmp_path):
+    source = tmp_path / "script.py"
+    source.write_text("print()\n")
+    docker(rc=1, err="dd: /full/script.py: No space left on device\n", status="running exited")
+    with pytest.raises(AnsibleError, match="No space left") as raised:
+        connection.put_file(str(source), "/full/script.py")
+    assert not isinstance(raised.value, AnsibleConnectionFailure)
+    assert docker.calls() == ["exec", "inspect"]
