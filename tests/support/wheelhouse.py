@@ -81,6 +81,24 @@ def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
                             "-d", str(dest), f"tensorflow-serving-api=={serving_api()}"])
 
 
+def proxpi() -> str:
+    """The proxpi release the matrix pins (the package_cache role's server)."""
+    return yaml.safe_load((ROOT / "data" / "compat.yml").read_text())["package_cache"]["proxpi"]
+
+
+def download_package_cache(dest: Path, pythons: list[str]) -> int:
+    """proxpi and what it needs (Flask, lxml, requests...): package_cache's molecule scenario serves them to the
+    role from a local index built out of the wheelhouse."""
+    for python in pythons:
+        print(f"wheelhouse {dest}: proxpi=={proxpi()} for Python {python}", flush=True)
+        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                              "--python-version", python, "--implementation", "cp", *PLATFORMS,
+                              "-d", str(dest), f"proxpi=={proxpi()}"])
+        if rc:
+            return rc
+    return 0
+
+
 def download_second_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
     """A second tensorflow-cpu and what it needs (no extras): the fleet test rolls nodes from the newest version to
     this one, offline."""
@@ -110,6 +128,7 @@ def main() -> int:
     rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                           "-d", str(args.dest), *requirements])
     rc = rc or download_tensorflow(args.dest, args.tf_version, args.tensorflow)
+    rc = rc or download_package_cache(args.dest, args.tensorflow)
     if rc or not args.second_tf_version:
         return rc
     return download_second_tensorflow(args.dest, args.second_tf_version, ["3.11"])
