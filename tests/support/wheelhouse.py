@@ -58,15 +58,10 @@ def download_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
     JupyterLab (the notebook service), the distributed check's packages, tf_keras and tensorflow-serving-api
     (the serving stand-in image)."""
     check_packages, keras = distributed(tf_version)
-    for python in pythons:
-        print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} ipykernel jupyterlab "
-              f"{' '.join(check_packages)} for Python {python}", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
-                              "--python-version", python, "--implementation", "cp", *PLATFORMS,
-                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel",
-                              "jupyterlab", "pip", *check_packages])
-        if rc:
-            return rc
+    rc = download_for_pythons(dest, pythons, f"tensorflow-cpu=={tensorflow_cpu(tf_version)}", "ipykernel",
+                              "jupyterlab", "pip", *check_packages)
+    if rc:
+        return rc
     if keras:
         # Requires the full `tensorflow` wheel: beside tensorflow-cpu it goes in with --no-deps (pure Python).
         print(f"wheelhouse {dest}: {keras} (--no-deps)", flush=True)
@@ -86,27 +81,13 @@ def proxpi() -> str:
     return yaml.safe_load((ROOT / "data" / "compat.yml").read_text())["package_cache"]["proxpi"]
 
 
-def download_package_cache(dest: Path, pythons: list[str]) -> int:
-    """proxpi and what it needs (Flask, lxml, requests...): package_cache's molecule scenario serves them to the
-    role from a local index built out of the wheelhouse."""
+def download_for_pythons(dest: Path, pythons: list[str], *requirements: str) -> int:
+    """The requirements and everything they need, as wheels for each of these Pythons (Linux, x86_64)."""
     for python in pythons:
-        print(f"wheelhouse {dest}: proxpi=={proxpi()} for Python {python}", flush=True)
+        print(f"wheelhouse {dest}: {' '.join(requirements)} for Python {python}", flush=True)
         rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
                               "--python-version", python, "--implementation", "cp", *PLATFORMS,
-                              "-d", str(dest), f"proxpi=={proxpi()}"])
-        if rc:
-            return rc
-    return 0
-
-
-def download_second_tensorflow(dest: Path, tf_version: str, pythons: list[str]) -> int:
-    """A second tensorflow-cpu and what it needs (no extras): the fleet test rolls nodes from the newest version to
-    this one, offline."""
-    for python in pythons:
-        print(f"wheelhouse {dest}: tensorflow-cpu=={tensorflow_cpu(tf_version)} for Python {python}", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
-                              "--python-version", python, "--implementation", "cp", *PLATFORMS,
-                              "-d", str(dest), f"tensorflow-cpu=={tensorflow_cpu(tf_version)}"])
+                              "-d", str(dest), *requirements])
         if rc:
             return rc
     return 0
@@ -128,10 +109,12 @@ def main() -> int:
     rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                           "-d", str(args.dest), *requirements])
     rc = rc or download_tensorflow(args.dest, args.tf_version, args.tensorflow)
-    rc = rc or download_package_cache(args.dest, args.tensorflow)
+    # proxpi and what it needs (Flask, lxml...): package_cache's scenario serves them to the role from a local index.
+    rc = rc or download_for_pythons(args.dest, args.tensorflow, f"proxpi=={proxpi()}")
     if rc or not args.second_tf_version:
         return rc
-    return download_second_tensorflow(args.dest, args.second_tf_version, ["3.11"])
+    # A second tensorflow-cpu (no extras): the fleet test rolls nodes from the newest version to this one, offline.
+    return download_for_pythons(args.dest, ["3.11"], f"tensorflow-cpu=={tensorflow_cpu(args.second_tf_version)}")
 
 
 if __name__ == "__main__":
