@@ -116,12 +116,17 @@ KILL_GRACE_S = 2.0
 DOCKER_ERRORS = ("Error response from daemon", "OCI runtime exec failed", "cannot exec in a")
 
 
+def docker_errors(text: str) -> list[str]:
+    """The lines of an exec's output that are Docker's own error, not the node's."""
+    return [line for line in text.splitlines() if any(phrase in line for phrase in DOCKER_ERRORS)]
+
+
 def transfer_cut(error: str) -> bool:
     """Whether a failed copy's `dd` was ended from outside: Docker's own error, or not a word from `dd` (the stock
     plugin's message: its own first line, then dd's output; a `dd` that fails by itself says why). A fetch's message
     shows empty output as `None`/`b''`, so there only Docker's error counts: `docker cp`, tried first, works on a
     container that is still being killed."""
-    return any(phrase in error for phrase in DOCKER_ERRORS) or not "".join(error.splitlines()[1:]).strip()
+    return bool(docker_errors(error)) or not "".join(error.splitlines()[1:]).strip()
 
 
 class Connection(StockConnection):
@@ -132,8 +137,7 @@ class Connection(StockConnection):
         if rc == 0:
             return rc, stdout, stderr
         out = to_text(stdout, errors="surrogate_or_replace").strip()
-        docker_said = [line for line in (out + "\n" + to_text(stderr, errors="surrogate_or_replace")).splitlines()
-                       if any(error in line for error in DOCKER_ERRORS)]
+        docker_said = docker_errors(out + "\n" + to_text(stderr, errors="surrogate_or_replace"))
         if not out or (docker_said and len(out.splitlines()) == 1):  # nothing from the node: maybe no node
             self._fail_if_not_running(docker_said[-1] if docker_said else stderr, cut=rc >= 128 or bool(docker_said))
         return rc, stdout, stderr
