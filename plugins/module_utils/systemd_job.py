@@ -145,6 +145,36 @@ def journal_command(journalctl, unit, invocation_id, lines):
     return command + ["-o", "cat", "-n", str(lines), "--no-pager"]
 
 
+def unattributed_command(journalctl, unit, lines):
+    """journalctl command for the unit's last entries, with only the fields unattributed_lines reads."""
+    return [journalctl, "-u", unit, "-o", "json", "--output-fields=MESSAGE,_PID,INVOCATION_ID,_SYSTEMD_INVOCATION_ID",
+            "-n", str(lines), "--no-pager"]
+
+
+def unattributed_lines(text, invocation_id):
+    """The lines of this invocation that journald could not tag with it, from unattributed_command's output.
+
+    journald tags a service's output with its invocation when it accepts the output's stream, from the process's
+    cgroup; a job that ended before journald got to it (journald busy) leaves lines that only name the unit.
+    They are this invocation's when they follow every entry of an earlier one (the unit's latest run is read).
+    systemd's own messages about the unit (_PID 1) are not its log.
+    """
+    found = []
+    for line in (text or "").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("MESSAGE"), str):
+            continue
+        owner = entry.get("_SYSTEMD_INVOCATION_ID") or entry.get("INVOCATION_ID")
+        if owner and owner != invocation_id:
+            found = []  # an earlier run's entry: what came before it is not this run's
+        elif not owner and entry.get("_PID") != "1":
+            found.append(entry["MESSAGE"])
+    return found
+
+
 def log_lines(text):
     # Without entries, older journalctl prints "-- No entries --" even with -o cat.
     return [line for line in (text or "").splitlines() if line.strip() != "-- No entries --"]

@@ -12,6 +12,10 @@ version_added: 1.3.0
 description:
   - Reads a unit's state with C(systemctl show) and the log of its current (or last) invocation with
     C(journalctl _SYSTEMD_INVOCATION_ID=...), so an earlier run's lines never mix in.
+  - A unit that is no longer running is read only after journald has stored what it was sent
+    (C(journalctl --sync), which needs root). Otherwise a job that ended in a second can be read before systemd's
+    messages about its end, and its own last lines, reach the journal. Lines journald could not tag with the
+    invocation (the job had ended before journald read them) are taken when they follow every earlier run's.
   - Finds the report a distributed check logs as its last line (a JSON object with the single key
     C(tfprov_dist_check)) in the log of that invocation.
   - Changes nothing.
@@ -114,6 +118,8 @@ from ansible_collections.tfprov.gpu.plugins.module_utils.systemd_job import (
     log_lines,
     parse_show,
     props_from_lifecycle,
+    unattributed_command,
+    unattributed_lines,
     unit_state,
     unloaded,
 )
@@ -130,6 +136,19 @@ def read_journal(module, unit, command):
         module.warn("journalctl could not read the log of %s: %s" % (unit, _first_line(err)))
         return ""
     return out
+
+
+def sync_journal(module, journalctl):
+    """Let journald store what it has been sent before the journal is read.
+
+    A unit that has ended may already be gone from systemd (garbage-collected) while the messages that say how it
+    ended, its own last lines and systemd's "Deactivated successfully", still wait in journald's sockets: read
+    then, a job that succeeded in a second looks as if it never started. `journalctl --sync` returns once journald
+    has written everything sent before it (it needs root; without it the journal is read as it is).
+    """
+    rc, _, err = module.run_command([journalctl, "--sync"])
+    if rc != 0:
+        module.warn("journalctl --sync failed, the log may lack its last lines: %s" % _first_line(err))
 
 
 def main():
@@ -153,15 +172,23 @@ def main():
     journalctl = module.get_bin_path("journalctl")
     if not journalctl:
         module.warn("journalctl is not on this node: no log for %s" % unit)
-    elif unloaded(props):
+    elif unit_state(props)["state"] != "running":
+        sync_journal(module, journalctl)
+    if journalctl and unloaded(props):
         props = props_from_lifecycle(props, read_journal(module, unit, lifecycle_command(journalctl, unit)))
     # time.monotonic() is CLOCK_MONOTONIC, the clock of systemd's *TimestampMonotonic (/proc/uptime also
     # counts suspended time).
     now_us = int(time.monotonic() * 1e6)
+    state = unit_state(props, now_us)["state"]
     lines = []
-    if journalctl and unit_state(props, now_us)["state"] != "never_run":
-        command = journal_command(journalctl, unit, props.get("InvocationID"), max(tail_lines, REPORT_SCAN_LINES))
+    if journalctl and state != "never_run":
+        scan = max(tail_lines, REPORT_SCAN_LINES)
+        command = journal_command(journalctl, unit, props.get("InvocationID"), scan)
         lines = log_lines(read_journal(module, unit, command))
+        if not lines and state != "running" and props.get("InvocationID"):
+            # A job that ended before journald read its output: its lines name the unit, not the run.
+            text = read_journal(module, unit, unattributed_command(journalctl, unit, scan))
+            lines = unattributed_lines(text, props["InvocationID"])
     module.exit_json(changed=False, **job_status(props, lines, tail_lines, now_us))
 
 

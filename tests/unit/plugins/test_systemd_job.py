@@ -12,6 +12,8 @@ from ansible_collections.tfprov.gpu.plugins.module_utils.systemd_job import (
     parse_show,
     props_from_lifecycle,
     signal_name,
+    unattributed_command,
+    unattributed_lines,
     unit_state,
     unloaded,
 )
@@ -189,3 +191,20 @@ def test_job_status_keeps_the_tail_but_finds_a_report_above_it():
     assert status["state"] == "failed"
     empty = job_status(parse_show(NOT_FOUND), log_lines("-- No entries --\n"), tail_lines=0)
     assert (empty["log_tail"], empty["last_line"], empty["report"]) == ([], "", None)
+
+
+def test_unattributed_lines_are_those_after_the_earlier_runs_entries_without_an_owner():
+    text = "\n".join(json.dumps(entry) for entry in (
+        {"MESSAGE": "before everything", "_PID": "7"},
+        {"MESSAGE": "old run", "_PID": "8", "_SYSTEMD_INVOCATION_ID": "old"},
+        {"MESSAGE": "old: Deactivated successfully.", "_PID": "1", "INVOCATION_ID": "old"},
+        {"MESSAGE": "first", "_PID": "9"},
+        {"MESSAGE": "tagged with this run", "_PID": "9", "_SYSTEMD_INVOCATION_ID": "new"},
+        {"MESSAGE": "Starting", "_PID": "1", "INVOCATION_ID": "new"},
+        {"MESSAGE": "a systemd line without an id", "_PID": "1"},
+        {"MESSAGE": ["binary"], "_PID": "9"},
+        {"MESSAGE": "last", "_PID": "9"})) + "\nnot json\n"
+    assert unattributed_lines(text, "new") == ["first", "last"]
+    assert unattributed_lines("", "new") == []
+    command = unattributed_command("journalctl", "u.service", 1000)
+    assert command[:5] == ["journalctl", "-u", "u.service", "-o", "json"] and "1000" in command
