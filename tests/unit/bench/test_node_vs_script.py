@@ -39,10 +39,12 @@ def test_summary_leaves_out_the_warm_up_round_and_pairs_each_rounds_fresh_runs()
     assert node_vs_script.summary(runs) == {
         "tfprov_fresh_wall_s": [41.0, 45.0], "tfprov_noop_wall_s": [9.8, 10.3],
         "script_fresh_wall_s": [34.0, 36.0], "script_noop_wall_s": [5.9, 6.1],
-        "fresh_tfprov_over_script": [1.25, 1.21], "fresh_within_target": False}
+        "fresh_tfprov_over_script": [1.25, 1.21], "fresh_within_target": False,
+        "fresh_median_tfprov_over_script": 1.23}  # 43 s over 35 s
     runs[2], runs[7] = run(1, "tfprov", "fresh", 40.0), run(2, "tfprov", "fresh", 40.0)
     assert node_vs_script.summary(runs)["fresh_tfprov_over_script"] == [1.11, 1.18]
     assert node_vs_script.summary(runs)["fresh_within_target"] is True
+    assert node_vs_script.summary(runs)["fresh_median_tfprov_over_script"] == 1.14
     assert node_vs_script.summary([run(1, "tfprov", "fresh", 40.0, rc=1), run(1, "script", "fresh", 34.0)]) == {
         "script_fresh_wall_s": [34.0, 34.0]}  # a failed run is no figure
 
