@@ -104,6 +104,17 @@ def unloaded(props):
             and not props.get("InvocationID") and not _int(props.get("ExecMainStartTimestampMonotonic")))
 
 
+def _json_entries(text):
+    """The journal entries (objects) of `journalctl -o json` output; other lines are passed over."""
+    for line in (text or "").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
 def lifecycle_command(journalctl, unit):
     """journalctl command for systemd's own recent messages about a unit in this boot (JSON, one per line)."""
     return [journalctl, "-b", "-u", unit, "_PID=1", "-o", "json", "-n", "50", "--no-pager"]
@@ -116,13 +127,8 @@ def props_from_lifecycle(props, text):
     run that exited 0; Stopped, one stopped before its end. Anything else leaves the props as they are.
     """
     entries = []
-    for line in (text or "").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("INVOCATION_ID") and entry.get("MESSAGE_ID") in (
-                _STARTING, _STARTED, _SUCCESS, _STOPPED):
+    for entry in _json_entries(text):
+        if entry.get("INVOCATION_ID") and entry.get("MESSAGE_ID") in (_STARTING, _STARTED, _SUCCESS, _STOPPED):
             entries.append(entry)
     if not entries or entries[-1]["MESSAGE_ID"] not in (_SUCCESS, _STOPPED):
         return props
@@ -160,12 +166,8 @@ def unattributed_lines(text, invocation_id):
     systemd's own messages about the unit (_PID 1) are not its log.
     """
     found = []
-    for line in (text or "").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or not isinstance(entry.get("MESSAGE"), str):
+    for entry in _json_entries(text):
+        if not isinstance(entry.get("MESSAGE"), str):
             continue
         owner = entry.get("_SYSTEMD_INVOCATION_ID") or entry.get("INVOCATION_ID")
         if owner and owner != invocation_id:
