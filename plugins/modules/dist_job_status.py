@@ -13,7 +13,8 @@ description:
   - Reads a unit's state with C(systemctl show) and the log of its current (or last) invocation with
     C(journalctl _SYSTEMD_INVOCATION_ID=...), so an earlier run's lines never mix in.
   - A unit that is no longer running is read only after journald has stored what it was sent
-    (C(journalctl --sync), which needs root). Otherwise a job that ended in a second can be read before systemd's
+    (C(journalctl --sync), which needs root; a journald that does not answer within 30 s is given up on, with a
+    warning). Otherwise a job that ended in a second can be read before systemd's
     messages about its end, and its own last lines, reach the journal. Lines journald could not tag with the
     invocation (the job had ended before journald read them) are taken when they follow every earlier run's.
   - Finds the report a distributed check logs as its last line (a JSON object with the single key
@@ -106,6 +107,7 @@ report:
   sample: {"ok": true, "task": "worker:0", "workers": 2, "problems": []}
 """
 
+import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -124,6 +126,9 @@ from ansible_collections.tfprov.gpu.plugins.module_utils.systemd_job import (
     unloaded,
 )
 
+# journalctl --sync waits for journald without a limit of its own.
+SYNC_TIMEOUT = 30
+
 
 def _first_line(text):
     return next((line.strip() for line in (text or "").splitlines() if line.strip()), "no output")
@@ -138,17 +143,23 @@ def read_journal(module, unit, command):
     return out
 
 
-def sync_journal(module, journalctl):
+def sync_journal(module, journalctl, timeout=SYNC_TIMEOUT):
     """Let journald store what it has been sent before the journal is read.
 
     A unit that has ended may already be gone from systemd (garbage-collected) while the messages that say how it
     ended, its own last lines and systemd's "Deactivated successfully", still wait in journald's sockets: read
     then, a job that succeeded in a second looks as if it never started. `journalctl --sync` returns once journald
-    has written everything sent before it (it needs root; without it the journal is read as it is).
+    has written everything sent before it (it needs root; without it the journal is read as it is). It waits for
+    journald without end: a journald that does not answer is given `timeout` seconds.
     """
-    rc, _, err = module.run_command([journalctl, "--sync"])
-    if rc != 0:
-        module.warn("journalctl --sync failed, the log may lack its last lines: %s" % _first_line(err))
+    try:
+        done = subprocess.run([journalctl, "--sync"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        module.warn("journald did not store its pending messages within %g s: the log of a job that has just ended "
+                    "may lack its last lines" % timeout)
+        return
+    if done.returncode != 0:
+        module.warn("journalctl --sync failed, the log may lack its last lines: %s" % _first_line(done.stderr))
 
 
 def main():

@@ -83,3 +83,14 @@ def test_a_running_job_is_read_without_a_sync(tmp_path, capsys, monkeypatch):
                                        "ExecMainStartTimestampMonotonic=1000100\n")
     assert run(capsys)["state"] == "running"
     assert "--sync" not in (tmp_path / "calls").read_text().splitlines()
+
+
+def test_a_journald_that_does_not_answer_the_sync_is_given_up_on_with_a_warning(tmp_path, monkeypatch):
+    script = tmp_path / "journalctl"
+    script.write_text("#!/bin/sh\nexec sleep 30\n")  # a stopped journald: --sync never returns
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    warnings = []
+    module = type("Module", (), {"warn": lambda self, message: warnings.append(message)})()
+    dist_job_status.sync_journal(module, str(script), timeout=0.5)
+    assert len(warnings) == 1 and "did not store its pending messages within 0.5 s" in warnings[0]
+
