@@ -146,7 +146,7 @@ run_cluster = (start=$$(date +%s); $(BIN)/molecule test -s cluster \
 LANE_A := cuda/molecule/default nvidia_driver/molecule/default nvidia_driver/molecule/render \
   tensorflow_gpu/molecule/conda cudnn/molecule/tarball tensorflow_gpu/molecule/default miniconda/molecule/default \
   cudnn/molecule/default dcgm/molecule/default preflight/molecule/default idle_stop/molecule/default \
-  nvidia_repo/molecule/default package_cache/molecule/default
+  nvidia_repo/molecule/default package_cache/molecule/default cloud_nodes/molecule/default
 LANE_B := $(filter-out $(LANE_A),$(CI_SCENARIOS))
 # A lane in the background: its lines prefixed with its name and kept in $(LANE_LOGS)/<name>.log; `wait` on its pid
 # gives its status (not a pipeline's: bash forgets pipefail for a background pipeline that ended before the wait).
