@@ -257,11 +257,11 @@ def main():
         module.fail_json(msg="AWS answered %s: %s" % (code, exc.response.get("Error", {}).get("Message", "")))
     except BotoCoreError as exc:
         module.fail_json(msg="cannot reach AWS: %s" % exc)
-    quotas = result["quotas"]
-    warnings = ["GPU quota %s (%s) is not readable here: make sure it covers %d more vCPUs" % (q["code"], q["name"],
-                                                                                             q["needed"])
-                for q in quotas if not q["readable"] and q["needed"]]
-    module.exit_json(changed=False, warnings=warnings, **result)
+    for q in result["quotas"]:
+        if not q["readable"] and q["needed"]:
+            module.warn("GPU quota %s (%s) is not readable here: make sure it covers %d more vCPUs"
+                        % (q["code"], q["name"], q["needed"]))
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":
