@@ -4,6 +4,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).parents[3] / "bench"
@@ -24,6 +25,17 @@ def test_the_script_uses_the_nodes_proxy_and_pip_cache_as_the_inventory_gives_th
 
 def test_the_script_is_valid_shell():
     assert subprocess.run(["sh", "-n", "-c", node_vs_script.SCRIPT]).returncode == 0
+
+
+def test_both_nodes_apt_lists_are_made_a_day_old_so_both_variants_update_them(tmp_path):
+    lists, stamp = tmp_path / "var/lib/apt/lists", tmp_path / "var/lib/apt/periodic/update-success-stamp"
+    lists.mkdir(parents=True)
+    subprocess.run(["sh", "-c", node_vs_script.age_apt_lists(str(tmp_path))], check=True)
+    assert time.time() - lists.stat().st_mtime > 23 * 3600  # apt's module falls back to the lists' directory
+    stamp.parent.mkdir()
+    stamp.touch()
+    subprocess.run(["sh", "-c", node_vs_script.age_apt_lists(str(tmp_path))], check=True)
+    assert time.time() - stamp.stat().st_mtime > 23 * 3600  # and reads the stamp first where there is one
 
 
 def run(number, variant, kind, wall, rc=0):
