@@ -36,6 +36,7 @@ import argparse
 import itertools
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -76,8 +77,8 @@ echo "step import $(date +%s.%N)"
 # made a day old, so both variants update them (apt's module reads the success stamp, else the lists' directory).
 def age_apt_lists(root: str = "") -> str:
     """The shell command that makes the apt lists under root (the node's /) a day old."""
-    stamp = f"{root}/var/lib/apt/periodic/update-success-stamp"
-    return f"touch -d '1 day ago' {root}/var/lib/apt/lists && if [ -e {stamp} ]; then touch -d '1 day ago' {stamp}; fi"
+    lists, stamp = (shlex.quote(f"{root}/var/lib/apt/{path}") for path in ("lists", "periodic/update-success-stamp"))
+    return f"touch -d '1 day ago' {lists} && if [ -e {stamp} ]; then touch -d '1 day ago' {stamp}; fi"
 
 
 # The tensorflow_gpu role's tasks that do what the script's steps do, by action and the start of their names.

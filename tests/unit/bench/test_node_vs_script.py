@@ -28,13 +28,14 @@ def test_the_script_is_valid_shell():
 
 
 def test_both_nodes_apt_lists_are_made_a_day_old_so_both_variants_update_them(tmp_path):
-    lists, stamp = tmp_path / "var/lib/apt/lists", tmp_path / "var/lib/apt/periodic/update-success-stamp"
+    root = tmp_path / "a root"  # quoted for the shell
+    lists, stamp = root / "var/lib/apt/lists", root / "var/lib/apt/periodic/update-success-stamp"
     lists.mkdir(parents=True)
-    subprocess.run(["sh", "-c", node_vs_script.age_apt_lists(str(tmp_path))], check=True)
+    subprocess.run(["sh", "-c", node_vs_script.age_apt_lists(str(root))], check=True)
     assert time.time() - lists.stat().st_mtime > 23 * 3600  # apt's module falls back to the lists' directory
     stamp.parent.mkdir()
     stamp.touch()
-    subprocess.run(["sh", "-c", node_vs_script.age_apt_lists(str(tmp_path))], check=True)
+    subprocess.run(["sh", "-c", node_vs_script.age_apt_lists(str(root))], check=True)
     assert time.time() - stamp.stat().st_mtime > 23 * 3600  # and reads the stamp first where there is one
 
 
