@@ -123,22 +123,27 @@ def lifecycle_command(journalctl, unit):
 def props_from_lifecycle(props, text):
     """The props of the last run of an unloaded unit, rebuilt from systemd's messages about it in the journal.
 
-    The newest of Starting, Started, Deactivated successfully and Stopped decides: Deactivated successfully is a
-    run that exited 0; Stopped, one stopped before its end. Anything else leaves the props as they are.
+    The run of the newest of Starting, Started, Deactivated successfully and Stopped is the last run; its own end
+    decides: Deactivated successfully is a run that exited 0; Stopped, one stopped before its end. A run without
+    either leaves the props as they are. Its end may come before its Started: journald has been seen to store
+    them so when it had stopped while they were sent.
     """
     entries = []
     for entry in _json_entries(text):
         if entry.get("INVOCATION_ID") and entry.get("MESSAGE_ID") in (_STARTING, _STARTED, _SUCCESS, _STOPPED):
             entries.append(entry)
-    if not entries or entries[-1]["MESSAGE_ID"] not in (_SUCCESS, _STOPPED):
+    if not entries:
         return props
-    last = entries[-1]
-    run = [entry for entry in entries if entry["INVOCATION_ID"] == last["INVOCATION_ID"]]
+    run = [entry for entry in entries if entry["INVOCATION_ID"] == entries[-1]["INVOCATION_ID"]]
+    last = next((e for e in reversed(run) if e["MESSAGE_ID"] in (_SUCCESS, _STOPPED)), None)
+    if last is None:
+        return props
     started = next((e for e in run if e["MESSAGE_ID"] == _STARTED), run[0])
     # systemd's Result is success either way; a stopped run has no exit status, so it counts as failed.
     return dict(props, ActiveState="inactive", SubState="dead", Result="success",
                 ExecMainCode=str(_EXITED) if last["MESSAGE_ID"] == _SUCCESS else "0", ExecMainStatus="0",
-                ExecMainStartTimestampMonotonic=str(started.get("__MONOTONIC_TIMESTAMP", 0)),
+                ExecMainStartTimestampMonotonic=str(min(_int(started.get("__MONOTONIC_TIMESTAMP")),
+                                                        _int(last.get("__MONOTONIC_TIMESTAMP")))),
                 ExecMainExitTimestampMonotonic=str(last.get("__MONOTONIC_TIMESTAMP", 0)),
                 InvocationID=last["INVOCATION_ID"])
 

@@ -173,36 +173,6 @@ def test_preflight_over_ssh(cloud):
     assert sorted(report["hosts"]) == NODES and {h["status"] for h in report["hosts"].values()} == {"ok"}
 
 
-def test_a_job_that_ended_while_journald_lagged_reads_as_succeeded(cloud):
-    # systemd forgets a unit that ended well at once; dist_job_status then reads how it ended from systemd's own
-    # messages in the journal, which journald stores when it gets to them. Held back here (journald stopped for
-    # 8 s), they must still be read: a chief's one-line job once read "did not start" in CI for want of them.
-    node = NODES[0]
-    unit = "[Service]\\nType=exec\\nExecStart=/bin/echo tfprov-quick ok\\n"
-    setup = subprocess.run(["docker", "exec", node, "sh", "-c",
-                            f"printf '{unit}' > /etc/systemd/system/tfprov-quick.service && systemctl daemon-reload "
-                            "&& systemctl start tfprov-quick && journalctl --sync "  # an earlier run, logged in time
-                            "&& kill -STOP $(pidof systemd-journald) && systemctl start tfprov-quick && for i in "
-                            "$(seq 50); do systemctl show tfprov-quick -p InvocationID --value | grep -q . || break; "
-                            "sleep 0.1; done; (sleep 8; kill -CONT $(pidof systemd-journald)) >/dev/null 2>&1 &"],
-                           capture_output=True, text=True)
-    assert setup.returncode == 0, setup.stderr
-    try:
-        env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-               "ANSIBLE_STDOUT_CALLBACK": "json"}
-        read = subprocess.run([str(Path(TFPROV).parent / "ansible"), "-i", INVENTORY, node, "-m",
-                               "tfprov.gpu.dist_job_status", "-a", "unit=tfprov-quick.service"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=120)
-        assert read.returncode == 0, read.stdout + read.stderr
-        status = json.loads(read.stdout)["plays"][0]["tasks"][0]["hosts"][node]
-        assert status["state"] == "succeeded" and status["exit_status"] == 0, json.dumps(status)
-        # Its line too (journald could not tag it with the run), and only this run's.
-        assert status["log_tail"] == ["tfprov-quick ok"], status
-    finally:
-        subprocess.run(["docker", "exec", node, "sh", "-c", "kill -CONT $(pidof systemd-journald); rm -f "
-                        "/etc/systemd/system/tfprov-quick.service; systemctl daemon-reload"], capture_output=True)
-
-
 def test_a_node_stopped_mid_run_fails_the_run_and_the_others_are_recorded(cloud):
     env = {**os.environ, "TFPROV_RUNS_DIR": str(cloud)}
     proc = subprocess.Popen([TFPROV, "run", "preflight"], cwd=ROOT, env=env, text=True,

@@ -79,6 +79,9 @@ def test_a_nodes_holder_keeps_its_address_and_hostname():
     assert args[args.index("--network") + 1] == "none"
     assert args[args.index("--hostname") + 1] == "tfprov-ci-a-3"
     assert args[args.index("--add-host") + 1] == "tfprov-ci-a-3:10.210.1.13"
+    # What a VM has (systemd's sysctl.d), which the node cannot set itself: forwarding, and journald's queue.
+    assert {"net.ipv4.ip_forward=1", "net.unix.max_dgram_qlen=512"} <= {
+        args[i + 1] for i, arg in enumerate(args) if arg == "--sysctl"}
     assert "tfprov.netholder=ci-a" in args and args[-2:] == ["sleep", "infinity"]
     assert network.holder_name("tfprov-ci-a-3") == "tfprov-ci-a-3-net" and network.lab_link(3) == "v3"
 

@@ -99,9 +99,10 @@ def holder_run_args(cloud: Cloud, index: int, node_name: str, image: str) -> lis
     """`docker run` arguments of node N's holder: no network of Docker's, the node's hostname resolving to its
     address (sudo looks its own name up), restarted with the engine. Forwarding is on in the node's namespace, as a
     VM lets its container engine turn it on (a container cannot: /proc/sys is read-only there); only the node's own
-    bridges use it."""
+    bridges use it. A local datagram socket queues 512 messages, as systemd's sysctl.d sets on a VM: the kernel's 10
+    let a few other messages crowd out PID 1's to a journald that lags (one job's end lost, read as never started)."""
     return ["run", "-d", "--name", holder_name(node_name), "--network", "none", "--hostname", node_name,
-            "--sysctl", "net.ipv4.ip_forward=1",
+            "--sysctl", "net.ipv4.ip_forward=1", "--sysctl", "net.unix.max_dgram_qlen=512",
             "--add-host", f"{node_name}:{cloud.address(index)}", "--restart", "unless-stopped",
             "--label", f"{HOLDER_LABEL}={cloud.name}", "--label", f"tfprov.index={index}",
             "--label", f"tfprov.address={cloud.address(index)}", image, "sleep", "infinity"]

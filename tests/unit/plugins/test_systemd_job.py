@@ -156,6 +156,19 @@ def test_an_unloaded_unit_that_was_stopped_failed():
     assert (state["state"], state["exit_status"], state["signal"]) == ("failed", None, None)
 
 
+def test_an_unloaded_units_end_stored_before_its_started_still_ends_its_run():
+    # Seen on a node whose journald had been stopped while systemd sent them: Started stored after the run's end.
+    text = lifecycle((100, "old", "started"), (200, "old", "success"), (8_000_100, "new", "starting"),
+                     (8_000_200, "new", "success"), (8_000_300, "new", "started"))
+    rebuilt = props_from_lifecycle(parse_show(UNLOADED), text)
+    state = unit_state(rebuilt)
+    assert rebuilt["InvocationID"] == "new" and (state["state"], state["exit_status"]) == ("succeeded", 0)
+    assert state["seconds"] == 0.0  # not negative
+    # An earlier run's end is not this run's: a newest run without an end still reads as no finished run.
+    unended = lifecycle((100, "old", "started"), (200, "old", "success"), (300, "new", "starting"))
+    assert props_from_lifecycle(parse_show(UNLOADED), unended) == parse_show(UNLOADED)
+
+
 def test_an_unloaded_unit_without_a_finished_run_stays_never_run():
     shown = parse_show(UNLOADED)
     assert props_from_lifecycle(shown, "") == shown
