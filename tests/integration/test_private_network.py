@@ -53,9 +53,10 @@ def tfprov(*args, runs_dir, check=False, timeout=900):
     return proc
 
 
-def ansible(host: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ANSIBLE, "-i", SSH_INVENTORY, host, *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**ENV, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}, timeout=180)
+def ansible(host: str, *args: str, inventory: str = SSH_INVENTORY,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([ANSIBLE, "-i", inventory, host, *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**ENV, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **(env or {})}, timeout=180)
 
 
 def node_sh(node: str, script: str, check: bool = True) -> str:
@@ -224,11 +225,9 @@ def test_a_job_that_ended_while_journald_lagged_reads_as_succeeded(lab):
                 "$(seq 50); do systemctl show tfprov-quick -p InvocationID --value | grep -q . || break; "
                 "sleep 0.1; done; (sleep 8; kill -CONT $(pidof systemd-journald)) >/dev/null 2>&1 &")
     try:
-        env = {**ENV, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-               "ANSIBLE_STDOUT_CALLBACK": "json"}
-        read = subprocess.run([ANSIBLE, "-i", "inventories/local.docker_containers.yml", PS, "-m",
-                               "tfprov.gpu.dist_job_status", "-a", "unit=tfprov-quick.service"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=120)
+        read = ansible(PS, "-m", "tfprov.gpu.dist_job_status", "-a", "unit=tfprov-quick.service",
+                       inventory="inventories/local.docker_containers.yml",  # as root, for journalctl --sync
+                       env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"})
         assert read.returncode == 0, read.stdout + read.stderr
         status = json.loads(read.stdout)["plays"][0]["tasks"][0]["hosts"][PS]
         assert status["state"] == "succeeded" and status["exit_status"] == 0, json.dumps(status)
