@@ -94,61 +94,8 @@ ansible_facts:
            compute_capability: "7.5", pci_bus_id: "00000000:00:04.0", driver_version: "535.183.01"}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.tfprov.gpu.plugins.module_utils.nvidia_smi import (
-    LEGACY_QUERY_FIELDS,
-    QUERY_FIELDS,
-    NvidiaSmiError,
-    classify_failure,
-    parse_query,
-    parse_versions,
-)
-from ansible_collections.tfprov.gpu.plugins.module_utils.pci import nvidia_gpus
-
-
-def _query(module, smi, fields):
-    rc, out, err = module.run_command([smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
-    text = out + err
-    if rc != 0 and not classify_failure(text):
-        raise NvidiaSmiError("nvidia-smi exited %d: %s" % (rc, text.strip()[:300]))
-    return parse_query(text, fields)
-
-
-def from_nvidia_smi(module, smi):
-    """(gpus, driver_version, cuda_version) or NvidiaSmiError."""
-    try:
-        gpus = _query(module, smi, QUERY_FIELDS)
-    except NvidiaSmiError as exc:
-        if str(exc) != "unknown_field":
-            raise
-        gpus = [dict(g, compute_capability=None) for g in _query(module, smi, LEGACY_QUERY_FIELDS)]
-    rc, out, err = module.run_command([smi])
-    driver, cuda = parse_versions(out)
-    return gpus, driver or (gpus[0]["driver_version"] if gpus else None), cuda
-
-
-def gather(module, smi, sysfs_root):
-    facts = {"source": "none", "count": 0, "gpus": [], "driver_version": None, "cuda_version": None,
-             "driver_state": "not_installed", "error": None}
-    if smi:
-        try:
-            gpus, driver, cuda = from_nvidia_smi(module, smi)
-            facts.update(driver_state="loaded", driver_version=driver, cuda_version=cuda)
-            if gpus:
-                facts.update(source="nvidia-smi", gpus=gpus, count=len(gpus))
-                return facts
-            facts["driver_state"] = "no_devices"
-        except NvidiaSmiError as exc:
-            reason = str(exc)
-            states = {"driver_not_loaded": "not_loaded", "version_mismatch": "version_mismatch",
-                      "no_devices": "no_devices"}
-            facts.update(driver_state=states.get(reason, "error"), error=reason)
-    pci = nvidia_gpus(sysfs_root)
-    if pci:
-        facts.update(source="pci", gpus=pci, count=len(pci))
-    return facts
+from ansible_collections.tfprov.gpu.plugins.module_utils.nvidia_gpu import find_nvidia_smi, gather
 
 
 def main():
@@ -159,10 +106,7 @@ def main():
         },
         supports_check_mode=True,
     )
-    smi = module.params["nvidia_smi"]
-    if smi and not os.access(smi, os.X_OK):
-        module.fail_json(msg="nvidia_smi %s is not an executable file" % smi)
-    smi = smi or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+    smi = find_nvidia_smi(module, module.params["nvidia_smi"])
     module.exit_json(changed=False, ansible_facts={"nvidia_gpu": gather(module, smi, module.params["sysfs_root"])})
 
 

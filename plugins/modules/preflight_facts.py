@@ -14,6 +14,8 @@ description:
     so a GPU is found before any driver is installed.
   - Reads the UEFI Secure Boot state, which decides whether a DKMS-built NVIDIA module must be signed.
   - Lists the processes holding the package manager's locks (dpkg/apt, rpm, dnf, yum).
+  - Sets the fact C(nvidia_gpu) as M(tfprov.gpu.nvidia_gpu_facts) does (the GPUs and the loaded driver, from
+    C(nvidia-smi) or else the PCI bus), so that the plays that check a node before changing it read the node once.
   - Changes nothing; safe in check mode.
 author:
   - tfprov maintainers
@@ -30,6 +32,13 @@ options:
     description: Where sysfs is mounted (tests point it at a recorded tree).
     type: path
     default: /sys
+  nvidia_smi:
+    description: The nvidia-smi program; looked up on PATH (and C(/usr/bin)) when not given.
+    type: path
+attributes:
+  facts:
+    description: Sets the fact C(nvidia_gpu).
+    support: full
 """
 
 EXAMPLES = r"""
@@ -65,6 +74,14 @@ memory_mb:
   returned: always
   type: int
   sample: 3840
+ansible_facts:
+  description: The fact C(nvidia_gpu), as M(tfprov.gpu.nvidia_gpu_facts) returns it.
+  returned: always
+  type: dict
+  sample:
+    nvidia_gpu: {source: pci, count: 1, driver_version: null, cuda_version: null, driver_state: not_installed,
+                 error: null, gpus: [{pci_bus_id: "0000:00:04.0", vendor_id: "0x10de", device_id: "0x1eb8",
+                                      class: "0x030200", driver: null}]}
 package_locks:
   description: Package manager locks held by a live process.
   returned: always
@@ -77,6 +94,7 @@ package_locks:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.tfprov.gpu.plugins.module_utils.nvidia_gpu import find_nvidia_smi, gather
 from ansible_collections.tfprov.gpu.plugins.module_utils.package_locks import lock_holders
 from ansible_collections.tfprov.gpu.plugins.module_utils.pci import nvidia_gpus
 from ansible_collections.tfprov.gpu.plugins.module_utils.secure_boot import secure_boot_state
@@ -112,12 +130,15 @@ def main():
         argument_spec={
             "disk_path": {"type": "path", "default": "/opt"},
             "sysfs_root": {"type": "path", "default": "/sys"},
+            "nvidia_smi": {"type": "path"},
         },
         supports_check_mode=True,
     )
     sysfs_root = module.params["sysfs_root"]
+    smi = find_nvidia_smi(module, module.params["nvidia_smi"])
     module.exit_json(
         changed=False,
+        ansible_facts={"nvidia_gpu": gather(module, smi, sysfs_root)},
         disk=disk_space(module.params["disk_path"]),
         memory_mb=memory_mb(),
         pci_gpus=nvidia_gpus(sysfs_root),
