@@ -85,3 +85,24 @@ def test_the_workers_inherit_the_plugin_instead_of_loading_it_each(tmp_path):
 
     assert parsed_in_tasks("tfprov.gpu.payload_cache") == 4  # two tasks on two hosts: each worker parses it again
     assert parsed_in_tasks("tfprov.gpu.payload_cache,tfprov.gpu.warm_loaders") == 0
+
+
+def test_the_workers_inherit_ansibles_own_filters_instead_of_loading_them_each(tmp_path):
+    (tmp_path / "play.yml").write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                                       "    - ansible.builtin.debug:\n        msg: \"{{ [3, 1] | min }}\"\n"
+                                       "    - ansible.builtin.debug:\n        msg: \"{{ [3, 1] | max }}\"\n")
+
+    def loaded_by_workers(callbacks: str) -> int:
+        """How many times ansible-core's core filters were loaded once the tasks began (by their workers: the main
+        process warms them before the play's first task line)."""
+        env = {**os.environ, "ANSIBLE_DEBUG": "1", "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+               "ANSIBLE_CALLBACKS_ENABLED": callbacks, "ANSIBLE_HOME": str(tmp_path / "home")}
+        proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c",
+                               "local", "play.yml"], env=env, capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "msg: 1" in proc.stdout and "msg: 3" in proc.stdout
+        tasks = proc.stdout[proc.stdout.index("TASK ["):]
+        return tasks.count("Loading FilterModule 'core' from")
+
+    assert loaded_by_workers("tfprov.gpu.payload_cache") == 2  # each task's worker loads them again
+    assert loaded_by_workers("tfprov.gpu.payload_cache,tfprov.gpu.warm_loaders") == 0
