@@ -26,6 +26,10 @@ wall, `own_s`, is its own cost: preflight, resolve, the gate, the record, the pr
 per-task work. The summary gives its range (`fresh_tfprov_own_s`) and, round by round, tfprov's shared steps over
 the script's (`fresh_steps_tfprov_over_script`): how the install itself compares.
 
+`--connection ssh` reaches both nodes over SSH instead (tfprov through the local SSH inventory, the script through
+one `ssh ... sudo sh -c`), as a cloud VM is reached: each `docker exec` costs about 70 ms, and tfprov makes some 25
+of them on a fresh node where the script makes one.
+
 Run it alone (it replaces the local cloud), from the checkout:
     .venv/bin/python bench/node_vs_script.py --rounds 3 --out node-vs-script.json
 """
@@ -53,6 +57,7 @@ from tfprov.local.nodes import local_nodes  # noqa: E402
 from tfprov.project import ensure_collection_link  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+SSH_INVENTORY = str(ROOT / "inventories" / "local_ssh.docker_containers.yml")
 
 TARGET_FRESH_OVER_SCRIPT = 1.2
 ENV_DIR = "/opt/plain/tf"
@@ -102,10 +107,28 @@ def script_env(labels: dict[str, str], req: str) -> dict[str, str]:
             "INDEX_HOST": index.split("//", 1)[1].split("/", 1)[0].split(":")[0], "REQ": req, "ENV_DIR": ENV_DIR}
 
 
-def run_script(node: str, env: dict[str, str]) -> dict:
-    args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+def ssh_command(labels: dict[str, str]) -> list[str]:
+    """ssh to a private local node as the SSH inventory reaches it: its login user and key, through the cloud's jump,
+    checking the host key `tfprov up local` recorded."""
+    return ["ssh", "-p", labels["tfprov.ssh_port"], "-i", labels["tfprov.ssh_key"], "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=yes", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes",
+            "-o", f"UserKnownHostsFile={labels['tfprov.ssh_known_hosts']}",
+            "-o", f"ProxyCommand={labels['tfprov.ssh_proxy']}",
+            f"{labels['tfprov.ssh_user']}@{labels['tfprov.address']}"]
+
+
+def script_command(node: str, env: dict[str, str], ssh: list[str] | None = None) -> list[str]:
+    """The script on the node, as root, with its settings: through `docker exec`, or through ssh and sudo."""
+    if ssh:
+        return [*ssh, "sudo " + shlex.join(["env", *(f"{key}={value}" for key, value in env.items()), "sh", "-c",
+                                            SCRIPT])]
+    return ["docker", "exec", *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")), node, "sh",
+            "-c", SCRIPT]
+
+
+def run_script(node: str, env: dict[str, str], ssh: list[str] | None = None) -> dict:
     started = time.monotonic()
-    proc = subprocess.run(["docker", "exec", *args, node, "sh", "-c", SCRIPT], capture_output=True, text=True)
+    proc = subprocess.run(script_command(node, env, ssh), capture_output=True, text=True)
     wall = round(time.monotonic() - started, 1)
     return {"wall_s": wall, "rc": proc.returncode, "steps": script_steps(proc.stdout, wall),
             **({"output_tail": (proc.stdout + proc.stderr)[-1500:]} if proc.returncode else {})}
@@ -146,7 +169,7 @@ def warm_pip_index(index: str, host: str, req: str) -> None:
                    capture_output=True)
 
 
-def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
+def one_round(number: int, runs_dir: Path, req: str, connection: str = "docker") -> list[dict]:
     """Two fresh nodes; each variant's fresh and no-op runs, the order alternating with the round's number."""
     converge.tfprov("down", "local", runs_dir=runs_dir)
     up = converge.tfprov("up", "local", "--nodes", "2", "--network", "private", runs_dir=runs_dir)
@@ -160,13 +183,17 @@ def one_round(number: int, runs_dir: Path, req: str) -> list[dict]:
     env = script_env(second["labels"], req)
     warm_pip_index(env["INDEX"], env["INDEX_HOST"], req)
 
+    over_ssh = connection == "ssh"
+
     def tfprov_run(kind):
-        run = converge.measure_run(1, kind, ["--limit", tfprov_node], runs_dir)
+        run = converge.measure_run(1, kind, ["--limit", tfprov_node, *(["-i", SSH_INVENTORY] if over_ssh else [])],
+                                   runs_dir)
         steps = tfprov_steps(Path(run["run_dir"]), run["wall_s"]) if run.get("run_dir") and kind == "fresh" else {}
         return {k: run[k] for k in ("wall_s", "rc", "changed", "controller_cpu_s") if k in run} | (
             {"steps": steps} if steps else {}) | ({"output_tail": run["output_tail"]} if "output_tail" in run else {})
 
-    variants = {"tfprov": tfprov_run, "script": lambda kind: run_script(script_node, env)}
+    ssh = ssh_command(second["labels"]) if over_ssh else None
+    variants = {"tfprov": tfprov_run, "script": lambda kind: run_script(script_node, env, ssh)}
     containers = {"tfprov": first["id"], "script": second["id"]}
     order = ["tfprov", "script"] if number % 2 else ["script", "tfprov"]
     runs = []
@@ -240,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds, after one that warms the caches")
     parser.add_argument("--runs-dir", help="keep the run directories here (default: a temporary directory)")
     parser.add_argument("--out", help="write the JSON here too")
+    parser.add_argument("--connection", choices=("docker", "ssh"), default="docker",
+                        help="reach both nodes with docker exec (default) or over SSH, as a cloud VM")
     args = parser.parse_args(argv)
     req = requirement()
     runs: list[dict] = []
@@ -248,13 +277,13 @@ def main(argv: list[str] | None = None) -> int:
         runs_dir.mkdir(parents=True, exist_ok=True)
         try:
             for number in range(args.rounds + 1):
-                runs.extend(one_round(number, runs_dir, req))
+                runs.extend(one_round(number, runs_dir, req, args.connection))
                 if any(r.get("rc") for r in runs):
                     break
         finally:
             converge.tfprov("down", "local", runs_dir=runs_dir)
-    return converge.emit({"cpus": os.cpu_count(), "requirement": req, "runs": runs, "summary": summary(runs)},
-                         args.out)
+    return converge.emit({"cpus": os.cpu_count(), "requirement": req, "connection": args.connection, "runs": runs,
+                          "summary": summary(runs)}, args.out)
 
 
 if __name__ == "__main__":

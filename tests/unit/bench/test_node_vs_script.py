@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -25,6 +26,22 @@ def test_the_script_uses_the_nodes_proxy_and_pip_cache_as_the_inventory_gives_th
 
 def test_the_script_is_valid_shell():
     assert subprocess.run(["sh", "-n", "-c", node_vs_script.SCRIPT]).returncode == 0
+
+
+def test_over_ssh_the_script_runs_as_root_with_its_settings_quoted_for_the_remote_shell():
+    labels = {"tfprov.ssh_port": "22", "tfprov.ssh_key": "/k", "tfprov.ssh_known_hosts": "/kh",
+              "tfprov.ssh_user": "debian", "tfprov.address": "10.210.1.12",
+              "tfprov.ssh_proxy": "nsenter --net=/var/run/netns/x socat STDIO TCP:%h:%p"}
+    ssh = node_vs_script.ssh_command(labels)
+    assert ssh[0] == "ssh" and ssh[-1] == "debian@10.210.1.12" and "StrictHostKeyChecking=yes" in ssh
+    assert "ProxyCommand=nsenter --net=/var/run/netns/x socat STDIO TCP:%h:%p" in ssh
+    env = {"PROXY": "http://10.210.1.1:3128", "ODD": "a b'c"}
+    command = node_vs_script.script_command("node-2", env, ssh)
+    assert command[:-1] == ssh  # ssh gets one line for the remote shell, which splits it as shlex does
+    assert shlex.split(command[-1]) == ["sudo", "env", "PROXY=http://10.210.1.1:3128", "ODD=a b'c", "sh", "-c",
+                                        node_vs_script.SCRIPT]
+    assert node_vs_script.script_command("node-2", {"A": "1"}) == ["docker", "exec", "-e", "A=1", "node-2", "sh",
+                                                                    "-c", node_vs_script.SCRIPT]
 
 
 def test_both_nodes_apt_lists_are_made_a_day_old_so_both_variants_update_them(tmp_path):
