@@ -102,7 +102,8 @@ def prune(store: Path, keep: int = KEEP) -> int:
     parts = [entry for entry in entries if entry.name.startswith(".part-")
              and entry.stat().st_mtime < time.time() - 3600]
     records = [entry for entry in entries if not entry.name.startswith(".")]
-    oldest = sorted(records, key=lambda entry: entry.stat().st_mtime)[:max(0, len(records) - keep)]
+    over = len(records) - keep  # each run reads only the names, until there are too many
+    oldest = sorted(records, key=lambda entry: entry.stat().st_mtime)[:over] if over > 0 else []
     for entry in parts + oldest:
         with contextlib.suppress(OSError):  # another run pruning at the same time
             os.unlink(entry.path)
