@@ -47,6 +47,7 @@ import os
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import jinja2
@@ -141,11 +142,10 @@ def load(env, store: Path, digest: str):
     """The stored code for this key, if it was stored and every filter and test it names is called as then."""
     try:
         names, code = marshal.loads((store / digest).read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+        current = all(calling(env, plugins, name) == how for plugins, name, how in names)
+    except (OSError, EOFError, ValueError, TypeError):  # none, cut short, or not a record of this shape
         return None
-    if all(calling(env, plugins, name) == how for plugins, name, how in names):
-        return code
-    return None
+    return code if current and isinstance(code, types.CodeType) else None
 
 
 def save(env, store: Path, digest: str, tree, code) -> None:
@@ -168,8 +168,9 @@ def install(store: Path) -> bool:
     compile_expression = AnsibleEnvironment.compile_expression
 
     def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
+        # Ansible's template debugging keeps Jinja's own path.
         plain = (isinstance(source, str) and name is None and filename is None and not raw and not defer_init
-                 and not self._debuggable_template_source)  # Ansible's template debugging wants Jinja's own path
+                 and not getattr(self, "_debuggable_template_source", False))
         if not plain:
             code = compile_template(self, source, name, filename, raw, defer_init)
             caught = _caught.get()
@@ -184,7 +185,7 @@ def install(store: Path) -> bool:
         return code
 
     def compile_expression_cached(self, source, undefined_to_none=True):
-        if not isinstance(source, str) or self._debuggable_template_source:
+        if not isinstance(source, str) or getattr(self, "_debuggable_template_source", False):
             return compile_expression(self, source, undefined_to_none)
         digest = key(self, f"expression:{bool(undefined_to_none)}", source)
         code = load(self, store, digest)

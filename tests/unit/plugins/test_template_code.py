@@ -4,6 +4,7 @@ Templar in a process of its own (the wrapper patches Ansible's environment class
 global); the last runs ansible-playbook twice, the collection's filter changing its calling convention between."""
 
 import json
+import marshal
 import os
 import stat
 import subprocess
@@ -70,8 +71,9 @@ def test_a_string_compiled_once_is_loaded_not_compiled_again(tmp_path):
 def test_a_record_that_does_not_load_is_compiled_again_and_replaced(tmp_path):
     store = tmp_path / "store"
     render(store, STRINGS)
-    for record in store.iterdir():
-        record.write_bytes(b"not a record")
+    records = sorted(store.iterdir())
+    records[0].write_bytes(b"not a record")
+    records[1].write_bytes(marshal.dumps((5, "not code")))  # loads, but not as a record
     assert render(store, STRINGS) == {"out": ["42 a,b", True], "generated": 2}
     assert render(store, STRINGS)["generated"] == 0
 
