@@ -49,6 +49,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ANSIBLE_VERSION
 from ansible.utils.display import Display
+from ansible_collections.tfprov.gpu.plugins.plugin_utils.private_store import trusted
 
 display = Display()
 
@@ -120,15 +121,6 @@ def _copy(source: Path, target: Path) -> None:
 def _payloads(directory: Path) -> list[Path]:
     return [path for path in directory.glob("*") if path.name.startswith(KEPT_PREFIXES)
             and not path.name.endswith((".lock", "-part", ".tfprov-part"))]
-
-
-def trusted(store: Path) -> bool:
-    """A store this user made and only this user can write to: Ansible unpickles what is copied from it."""
-    try:
-        found = store.stat()
-    except OSError:
-        return False
-    return found.st_uid == os.getuid() and not found.st_mode & 0o022 and store.is_dir()
 
 
 def reuse(store: Path, run_cache: Path) -> tuple[int, int]:

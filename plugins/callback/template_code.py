@@ -55,6 +55,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ANSIBLE_VERSION
 from ansible.utils.display import Display
+from ansible_collections.tfprov.gpu.plugins.plugin_utils.private_store import trusted
 from jinja2 import nodes
 from jinja2.environment import TemplateExpression
 from jinja2.parser import Parser
@@ -89,10 +90,9 @@ def open_store(path: Path) -> Path | None:
     """The store, made if missing; None unless only this user can write to it (its records are code to run)."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = path.stat()
     except OSError:
         return None
-    return path if found.st_uid == os.getuid() and not found.st_mode & 0o022 else None
+    return path if trusted(path) else None
 
 
 def prune(store: Path, keep: int = KEEP) -> int:
