@@ -1,8 +1,10 @@
 """tfprov.gpu.payload_cache: module payloads kept from one run to the next, each reused only while every file in it
-is still the controller's own. The end-to-end test runs ansible-playbook on localhost with a module of a throw-away
-collection and changes its module_utils between runs: the run after the change must run the new code."""
+is still the controller's own (its SHA-256, kept with the payload). The end-to-end test runs ansible-playbook on
+localhost with a module of a throw-away collection and changes its module_utils between runs: the run after the
+change must run the new code."""
 
 import base64
+import hashlib
 import io
 import os
 import pickle
@@ -38,7 +40,8 @@ def test_a_payload_whose_files_are_all_the_controllers_own_still_stands():
     members = {"ansible/__init__.py": b"written by Ansible for its version", BASIC: source(BASIC),
                OWN_UTILS: source(OWN_UTILS),
                "ansible_collections/tfprov/gpu/plugins/module_utils/__init__.py": b""}  # Ansible's empty package
-    assert payload_cache.still_current(record(members), {})
+    assert payload_cache.stands(payload_cache.manifest(record(members)), {})
+    assert "ansible/__init__.py" not in payload_cache.manifest(record(members))  # Ansible writes it, per version
 
 
 @pytest.mark.parametrize("change", [
@@ -50,32 +53,39 @@ def test_a_payload_whose_files_are_all_the_controllers_own_still_stands():
 ])
 def test_a_payload_with_any_file_changed_added_or_gone_does_not(change):
     members = {BASIC: source(BASIC), OWN_UTILS: source(OWN_UTILS)} | change
-    assert not payload_cache.still_current(record(members), {})
+    assert not payload_cache.stands(payload_cache.manifest(record(members)), {})
 
 
 def test_reuse_copies_what_stands_drops_what_does_not_and_keep_stores_only_named_modules(tmp_path):
     store, run_cache = tmp_path / "store", tmp_path / "run" / "ansiballz_cache"
     store.mkdir(mode=0o700)
-    (store / "ansible.modules.ping-ZIP_STORED-none").write_bytes(record({BASIC: source(BASIC)}))
+    ping = record({BASIC: source(BASIC)})
+    (store / "ansible.modules.ping-ZIP_STORED-none").write_bytes(payload_cache.entry(ping))
     (store / "ansible_collections.tfprov.gpu.plugins.modules.node_boot-ZIP_STORED-none").write_bytes(
-        record({OWN_UTILS: b"# stale\n"}))
-    assert payload_cache.reuse(store, run_cache) == (1, 1)
+        payload_cache.entry(record({OWN_UTILS: b"# stale\n"})))
+    (store / "ansible.modules.setup-ZIP_STORED-none").write_bytes(ping)  # an older store's file: no digests
+    assert payload_cache.reuse(store, run_cache) == (1, 2)
     assert sorted(path.name for path in run_cache.iterdir()) == ["ansible.modules.ping-ZIP_STORED-none"]
+    assert (run_cache / "ansible.modules.ping-ZIP_STORED-none").read_bytes() == ping  # Ansible's record, as built
     assert sorted(path.name for path in store.iterdir()) == ["ansible.modules.ping-ZIP_STORED-none"]
 
     for name in ("ansible.legacy.my_module-ZIP_STORED-none",  # a bare name: another project's file, maybe
                  "ansible.modules.apt-ZIP_STORED-none.lock", "ansible.modules.setup-ZIP_STORED-none-part",
                  "ansible.modules.apt-ZIP_STORED-none"):
-        (run_cache / name).write_bytes(b"built")
+        (run_cache / name).write_bytes(record({BASIC: source(BASIC)}))
+    (run_cache / "ansible.modules.copy-ZIP_STORED-none").write_bytes(b"not a record")  # not kept
     assert payload_cache.keep(run_cache, store) == 1
     assert sorted(path.name for path in store.iterdir()) == [
         "ansible.modules.apt-ZIP_STORED-none", "ansible.modules.ping-ZIP_STORED-none"]
+    files, kept = payload_cache.parse((store / "ansible.modules.apt-ZIP_STORED-none").read_bytes())
+    assert kept == (run_cache / "ansible.modules.apt-ZIP_STORED-none").read_bytes()
+    assert files == {BASIC: hashlib.sha256(source(BASIC)).hexdigest()}
 
 
 def test_a_store_others_can_write_to_is_not_read(tmp_path):
     store = tmp_path / "store"
     store.mkdir(mode=0o700)
-    (store / "ansible.modules.ping-ZIP_STORED-none").write_bytes(record({BASIC: source(BASIC)}))
+    (store / "ansible.modules.ping-ZIP_STORED-none").write_bytes(payload_cache.entry(record({BASIC: source(BASIC)})))
     store.chmod(0o777)
     assert payload_cache.reuse(store, tmp_path / "run") == (0, 0)
     assert payload_cache.reuse(tmp_path / "none", tmp_path / "run") == (0, 0)
