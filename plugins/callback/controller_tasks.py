@@ -6,13 +6,14 @@ ansible-core's linear strategy forks a worker for every task on every host, even
 (`_requires_connection = False`), or includes, which only name the files to load. Forking the controller and
 collecting the worker's result costs 10-20 ms a task on this machine, and a fresh `tfprov run node` has about 75 of
 them on one node. This callback makes the linear strategy run those tasks in its own process: the same TaskExecutor,
-on a copy of the task (a worker's fork is one too: the executor templates the task's fields for its host in place),
-whose result goes into the same queue a worker's would. The strategy's handling of results, the callbacks and the
+on copies of the task and of its variables (a worker's fork is a copy too), whose result goes into the same queue a
+worker's would. The strategy's handling of results, the callbacks and the
 report see what they would have seen.
 
 Every other task goes to a worker as before: anything that may reach a node, anything that would keep the controller
-waiting (`until`, `timeout`, `async`) and anything delegated. So does every task of another strategy (`free`), and
-every task at all when this ansible-core lacks any of the internals used here (the callback then changes nothing).
+waiting (`until`, `timeout`, `async`, a loop's `pause`) and anything delegated. So does every task of another
+strategy (`free`), and every task at all when this ansible-core lacks any of the internals used here (the callback
+then changes nothing).
 Third-party strategy plugins are deprecated in ansible-core 2.19, so this is a callback rather than a strategy.
 """
 
@@ -27,8 +28,8 @@ description:
     to the node (C(set_fact), C(assert), C(debug), C(fail), C(set_stats), C(group_by), C(add_host),
     C(include_vars), C(validate_argument_spec)) and for C(include_role)/C(include_tasks), this callback has the
     linear strategy run the task in its own process, with the same executor, and hand its result to the same queue.
-  - Tasks that retry (C(until)), have a C(timeout), run C(async) or are delegated still run in a worker, as does
-    every task under another strategy.
+  - Tasks that retry (C(until)), have a C(timeout), run C(async), pause between loop items or are delegated still
+    run in a worker, as does every task under another strategy.
   - Where the ansible-core in use lacks an internal this relies on, nothing changes.
   - Enabled in the checkout's C(ansible.cfg) (C(callbacks_enabled)).
 author:
@@ -65,7 +66,7 @@ except ImportError:
 def runs_in_controller(task) -> bool:
     """Whether the task needs no worker: an include, or an action plugin that needs no connection, with nothing
     that would keep the controller waiting or run it for another host."""
-    if task.until or task.timeout or task.async_val or task.delegate_to:
+    if task.until or task.timeout or task.async_val or task.delegate_to or getattr(task.loop_control, "pause", 0):
         return False
     if task.action in C._ACTION_ALL_INCLUDE_ROLE_TASKS:
         return True
@@ -79,13 +80,15 @@ def runs_in_controller(task) -> bool:
 def run_here(strategy, host, task, task_vars, play_context) -> None:
     """What WorkerProcess.run does for one task, in this process: the executor's result, or the error it raised,
     into the results queue, with the strategy's bookkeeping _queue_task does for a worker."""
-    own = task.copy(exclude_tasks=True)
+    # Copies, as a worker's fork has: the executor templates the task's fields for its host in place, and adds loop
+    # and search-path variables to the ones it is given (the strategy reads these again for group_by and add_host).
+    own, variables = task.copy(exclude_tasks=True), dict(task_vars)
     strategy._queued_task_cache[(host.name, task._uuid)] = {
         "host": host, "task": task, "task_vars": task_vars, "play_context": play_context}
     strategy._tqm.send_callback("v2_runner_on_start", host, task)
     try:
         with _task.TaskContext(own):
-            result = TaskExecutor(host, own, task_vars, play_context, strategy._loader,
+            result = TaskExecutor(host, own, variables, play_context, strategy._loader,
                                   plugin_loader.get_plugin_loader_namespace(), strategy._final_q,
                                   strategy._variable_manager).run()
         fields = own.dump_attrs()

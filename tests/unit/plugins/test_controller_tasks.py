@@ -27,6 +27,7 @@ CASES = [
     ({"ansible.builtin.set_fact": {"x": 1}, "until": "x", "retries": 3}, False),  # would hold the controller
     ({"ansible.builtin.set_fact": {"x": 1}, "delegate_to": "other"}, False),
     ({"ansible.builtin.debug": {"msg": "x"}, "timeout": 5}, False),
+    ({"ansible.builtin.debug": {"msg": "x"}, "loop": [1, 2], "loop_control": {"pause": 1}}, False),
 ]
 
 
