@@ -42,7 +42,6 @@ import hashlib
 import importlib
 import io
 import json
-import os
 import pickle
 import zipfile
 from pathlib import Path
@@ -52,7 +51,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ANSIBLE_VERSION
 from ansible.utils.display import Display
-from ansible_collections.tfprov.gpu.plugins.plugin_utils.private_store import trusted
+from ansible_collections.tfprov.gpu.plugins.plugin_utils.private_store import trusted, write_whole
 
 display = Display()
 
@@ -137,16 +136,9 @@ def parse(kept: bytes) -> tuple[dict[str, str], bytes]:
     return json.loads(header), record
 
 
-def _write(target: Path, data: bytes) -> None:
-    """Whole or not at all: Ansible (and another run) may read the target as soon as it exists."""
-    partial = target.with_name(target.name + ".tfprov-part")
-    partial.write_bytes(data)
-    os.replace(partial, target)
-
-
 def _payloads(directory: Path) -> list[Path]:
     return [path for path in directory.glob("*") if path.name.startswith(KEPT_PREFIXES)
-            and not path.name.endswith((".lock", "-part", ".tfprov-part"))]
+            and not path.name.endswith((".lock", "-part"))]
 
 
 def reuse(store: Path, run_cache: Path) -> tuple[int, int]:
@@ -164,7 +156,7 @@ def reuse(store: Path, run_cache: Path) -> tuple[int, int]:
         except Exception:  # unreadable, an older format or another ansible-core's: rebuilt by Ansible
             current = False
         if current:
-            _write(run_cache / kept.name, record)
+            write_whole(run_cache / kept.name, record)
             reused += 1
         else:
             kept.unlink(missing_ok=True)
@@ -184,7 +176,7 @@ def keep(run_cache: Path, store: Path) -> int:
                 kept = entry(built.read_bytes())
             except Exception:  # not a record this callback can read: not kept
                 continue
-            _write(store / built.name, kept)
+            write_whole(store / built.name, kept)
             added += 1
     return added
 

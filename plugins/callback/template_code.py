@@ -45,7 +45,6 @@ import importlib.util
 import marshal
 import os
 import sys
-import tempfile
 import time
 import types
 from pathlib import Path
@@ -55,7 +54,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ANSIBLE_VERSION
 from ansible.utils.display import Display
-from ansible_collections.tfprov.gpu.plugins.plugin_utils.private_store import trusted
+from ansible_collections.tfprov.gpu.plugins.plugin_utils.private_store import trusted, write_whole
 from jinja2 import nodes
 from jinja2.environment import TemplateExpression
 from jinja2.parser import Parser
@@ -153,9 +152,7 @@ def save(env, store: Path, digest: str, tree, code) -> None:
     if any(how is None for _, _, how in names):
         return
     try:
-        with tempfile.NamedTemporaryFile(dir=store, prefix=".part-", delete=False) as part:
-            part.write(marshal.dumps((names, code)))
-        os.replace(part.name, store / digest)  # whole or not at all: another worker may read it at once
+        write_whole(store / digest, marshal.dumps((names, code)))  # another worker may read it at once
     except (OSError, ValueError):
         return
 
