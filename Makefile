@@ -1,7 +1,21 @@
 # tfprov developer and CI entry points. `make test` is what CI runs (see .ci/run and README).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
-PYTHON ?= python3
+# The venv's Python: the newest here that the newest supported ansible-core runs on (3.13, else 3.12: pyenv's builds
+# too, whose shims on PATH fail without PYENV_VERSION), else python3 (Debian 12's 3.11, which gets ansible-core 2.19).
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)
+PYTHON_CANDIDATES := python3.13 $(wildcard $(PYENV_ROOT)/versions/3.13*/bin/python3.13) \
+  python3.12 $(wildcard $(PYENV_ROOT)/versions/3.12*/bin/python3.12) python3
+PYTHON ?= $(firstword $(foreach p,$(PYTHON_CANDIDATES),$(shell $(p) -c 'import sys; \
+  print("$(p)") if sys.version_info >= (3, 11) else None' 2>/dev/null)))
+# The Ansible package (ansible-core and the collections tfprov depends on) each end of the supported range is tested
+# with: the newest on Python 3.12+, the oldest (Ansible 12: ansible-core 2.19) where only Python 3.11 is found.
+ANSIBLE_NEWEST := ansible>=14.5,<15
+ANSIBLE_OLDEST := ansible>=12.3,<13
+ANSIBLE_PACKAGE ?= $(shell $(PYTHON) -c 'import sys; print("newest" if sys.version_info >= (3, 12) else "oldest")')
+# The oldest supported end (ansible-core 2.19, Ansible 12's collections) on Debian 12's own Python 3.11.
+PYTHON_OLDEST ?= /usr/bin/python3
+VENV_OLDEST := .venv-oldest
 VENV := .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
@@ -35,10 +49,22 @@ help:
 	@echo "make test-vm-heavy - whole nodes on VMs: cluster + firewall across reboot, baked node adopted, DKMS build (by hand)"
 
 $(BIN)/tfprov: pyproject.toml
+	@[ -n "$(PYTHON)" ] || { echo "make venv: no Python 3.11 or newer found (tried: $(PYTHON_CANDIDATES))" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,local]' '$(ANSIBLE_$(shell echo $(ANSIBLE_PACKAGE) | tr a-z A-Z))'
+	$(BIN)/python tests/support/ansible_versions.py
 	touch $@
+
+# The oldest supported end: ansible-core 2.19 with Ansible 12's collections on Python 3.11 (make test-oldest).
+$(VENV_OLDEST)/bin/tfprov: pyproject.toml
+	$(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
+	$(VENV_OLDEST)/bin/pip install -q --upgrade pip
+	$(VENV_OLDEST)/bin/pip install -q -e '.[test,local]' '$(ANSIBLE_OLDEST)'
+	$(VENV_OLDEST)/bin/python tests/support/ansible_versions.py
+	touch $@
+
+venv-oldest: $(VENV_OLDEST)/bin/tfprov collection-link
 
 venv: $(BIN)/tfprov collection-link
 

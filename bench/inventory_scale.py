@@ -61,25 +61,6 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def inventory_file(workdir: Path, raw_hostvars: list[str] | None) -> Path:
-    """The checkout's inventory, or a copy in the working directory with another raw_hostvars list ([]: all)."""
-    if raw_hostvars is None:
-        return INVENTORY
-    import yaml
-
-    config = yaml.safe_load(INVENTORY.read_text()) | {"raw_hostvars": raw_hostvars}
-    copy = workdir / "trimmed.aws_ec2.yml"
-    copy.write_text(yaml.safe_dump(config))
-    return copy
-
-
-def raw_hostvars_kept(inventory: Path) -> list[str] | str:
-    """The raw host vars an inventory file keeps, "all" when it keeps them all."""
-    import yaml
-
-    return yaml.safe_load(inventory.read_text()).get("raw_hostvars") or "all"
-
-
 def timed(argv: list[str], workdir: Path, env: dict) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds, stdout) of one ansible command: CPU time does not grow with the machine's load,
     wall time does."""
@@ -116,8 +97,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="cold and cached runs each (the best is reported)")
-    parser.add_argument("--raw-hostvars", help="comma-separated raw host vars to keep (the raw_hostvars option), or "
-                        "all (the stock plugin's listing); default: the checkout's inventory file, as shipped")
     args = parser.parse_args()
     port = moto_server.free_port(range(25000, 25100))
     os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -127,8 +106,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="tfprov-inventory-bench-"))
     try:
         create_seconds = run_instances(args.instances)
-        kept = None if args.raw_hostvars is None else [] if args.raw_hostvars == "all" else args.raw_hostvars.split(",")
-        inventory = inventory_file(workdir, kept)
+        inventory = INVENTORY
         cold, cached, cold_cpu, cached_cpu, run_load, run_floor = [], [], [], [], [], []
         for _ in range(args.repeat):
             shutil.rmtree(workdir / ".tfprov", ignore_errors=True)
@@ -158,7 +136,7 @@ def main() -> int:
             "cached_run_load_best": round(min(s for s, _ in run_load), 2),
             "run_floor_best": round(min(s for s, _ in run_floor), 2),
             "targets": {"cold_seconds": 5, "cached_seconds": 1},
-            "raw_hostvars": raw_hostvars_kept(inventory), "listing_bytes": len(json.dumps(listing)),
+            "listing_bytes": len(json.dumps(listing)),
             "cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2),
         }
         print(json.dumps(result, indent=2))

@@ -8,8 +8,7 @@ cd "$tmp"  # away from the checkout's ansible.cfg, which links the checkout as t
 ansible-galaxy collection install --force --no-deps -p "$tmp" "$tarball" >/dev/null
 installed="$tmp/ansible_collections/tfprov/gpu/plugins"
 for plugin in "module tfprov.gpu.preflight_facts" "module tfprov.gpu.nvidia_gpu_facts" "module tfprov.gpu.cuda_libs_facts" \
-    "module tfprov.gpu.dist_job_status" "inventory tfprov.gpu.docker_containers" "callback tfprov.gpu.payload_cache" \
-    "callback tfprov.gpu.warm_loaders" "callback tfprov.gpu.template_code" "callback tfprov.gpu.controller_tasks"; do
+    "module tfprov.gpu.dist_job_status" "inventory tfprov.gpu.docker_containers" "connection tfprov.gpu.docker_exec"; do
   set -- $plugin
   ANSIBLE_COLLECTIONS_PATH=$tmp ansible-doc -t "$1" "$2" 2>&1 | grep -q "$installed" \
     || { echo "$2 does not load from the installed tarball" >&2; exit 1; }

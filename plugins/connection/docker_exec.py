@@ -121,6 +121,11 @@ def docker_errors(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(phrase in line for phrase in DOCKER_ERRORS)]
 
 
+def docker_args(extra: str | None) -> list[str]:
+    """The docker command's own arguments from the docker_extra_args option, as the stock plugin splits them."""
+    return (extra or "").split()
+
+
 def transfer_cut(error: str) -> bool:
     """Whether a failed copy's `dd` was ended from outside: Docker's own error, or not a word from `dd` (the stock
     plugin's message: its own first line, then dd's output; a `dd` that fails by itself says why). A fetch's message
@@ -164,8 +169,9 @@ class Connection(StockConnection):
         container = self.get_option("remote_addr")
         deadline = time.monotonic() + (KILL_GRACE_S if cut else 0)
         while True:
-            state = subprocess.run([self.docker_cmd, *self._docker_args, "inspect", "--format",
-                                    "{{.State.Status}}", container], capture_output=True, text=True, check=False)
+            command = [self.docker_cmd, *docker_args(self.get_option("docker_extra_args")), "inspect", "--format",
+                       "{{.State.Status}}", container]
+            state = subprocess.run(command, capture_output=True, text=True, check=False)
             status = state.stdout.strip()
             if not (state.returncode == 0 and status == "running"):
                 break

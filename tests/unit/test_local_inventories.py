@@ -11,7 +11,7 @@ SSH = yaml.safe_load((ROOT / "inventories/local_ssh.docker_containers.yml").read
 
 
 def test_same_nodes_and_group_contract():
-    for key in ("plugin", "docker_host", "strict", "filters", "keyed_groups", "groups"):
+    for key in ("plugin", "strict", "keyed_groups", "groups"):
         assert SSH[key] == DOCKER[key], key
     assert {k: v for k, v in SSH["compose"].items() if not k.startswith("ansible_")} == \
         {k: v for k, v in DOCKER["compose"].items() if not k.startswith("ansible_")}
@@ -19,7 +19,7 @@ def test_same_nodes_and_group_contract():
 
 def test_ssh_inventory_requires_the_recorded_host_keys():
     compose = SSH["compose"]
-    assert SSH["connection_type"] == "ssh" and compose["ansible_connection"] == "'ssh'"
+    assert compose["ansible_connection"] == "'ssh'"
     # ansible.cfg's host_key_checking = False would put StrictHostKeyChecking=no first on ssh's command line.
     assert compose["ansible_ssh_host_key_checking"] == "true"
     args = compose["ansible_ssh_common_args"]
@@ -37,9 +37,8 @@ def test_ssh_inventory_requires_the_recorded_host_keys():
 
 def test_both_inventories_list_the_cloud_the_environment_names():
     for inventory in (DOCKER, SSH):
-        [include, exclude] = inventory["filters"]
-        assert "lookup('ansible.builtin.env', 'TFPROV_LOCAL_CLOUD')" in include["include"]
-        assert "or 'local'" in include["include"] and exclude == {"exclude": True}
+        # The plugin's `cluster` option: $TFPROV_LOCAL_CLOUD, else `local`; nothing in the file overrides it.
+        assert "cluster" not in inventory and "filters" not in inventory
 
 
 def composed(key: str, labels: dict, inventory: dict = SSH):

@@ -1,20 +1,25 @@
-"""The pip cache: proxpi's file cache, asked for one file by many nodes at once, fetches it once and sends nobody to
-PyPI (roles/package_cache/files/pip_cache_server.py, run by the local cloud's gateway and by the package_cache role
-on a cluster's cache node; proxpi 1.3.1 alone let a second asker join a download thread that had not started and
-redirected it to PyPI)."""
+"""The pip cache (roles/package_cache/files/pip_cache_server.py): proxpi's own server, as released, behind a WSGI
+middleware that answers the requests for one file one after another, so that eight nodes asking for one wheel at
+once cause one download, and nobody is sent to PyPI."""
 
 import runpy
 import threading
 import time
 from pathlib import Path
 
+import proxpi.server
 from proxpi import _cache
 
-# Loading the file installs the once-per-file download into proxpi's cache class.
-runpy.run_path(str(Path(__file__).parents[2] / "roles" / "package_cache" / "files" / "pip_cache_server.py"))
+SERVER = runpy.run_path(str(Path(__file__).parents[2] / "roles" / "package_cache" / "files" / "pip_cache_server.py"))
+OneRequestPerFile = SERVER["OneRequestPerFile"]
 
 URL = "https://files.pythonhosted.org/packages/aa/bb/tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_17_x86_64.whl"
 BODY = b"wheel bytes " * 1000
+
+
+def test_loading_the_server_changes_nothing_of_proxpis():
+    assert _cache._FileCache.get.__module__ == "proxpi._cache"
+    assert proxpi.server.app.wsgi_app.__func__ is type(proxpi.server.app).wsgi_app  # main() wraps it, not the import
 
 
 class SlowUpstream:
@@ -43,11 +48,19 @@ class SlowUpstream:
 def test_eight_nodes_asking_at_once_get_the_cached_file_from_one_download(tmp_path):
     upstream = SlowUpstream()
     files = _cache._FileCache(10 * 2**20, str(tmp_path), download_timeout=60, session=upstream)
+
+    def proxpi_app(environ, start_response):  # proxpi's file handler: its cache's answer for the file
+        answer = files.get(URL)
+        start_response("200 OK", [])
+        return [answer.encode()]
+
+    app = OneRequestPerFile(proxpi_app)
     answers, start = [], threading.Barrier(8)
 
     def node():
         start.wait()
-        answers.append(files.get(URL))
+        answers.append(b"".join(app({"PATH_INFO": "/index/tensorflow-cpu/" + URL.rsplit("/", 1)[1]},
+                                    lambda status, headers: None)).decode())
 
     threads = [threading.Thread(target=node) for _ in range(8)]
     for thread in threads:
@@ -57,30 +70,26 @@ def test_eight_nodes_asking_at_once_get_the_cached_file_from_one_download(tmp_pa
     assert upstream.gets == 1
     assert len(answers) == 8 and len(set(answers)) == 1 and not answers[0].startswith("https://")  # no redirect
     assert open(answers[0], "rb").read() == BODY
-    assert files.get(URL) == answers[0] and upstream.gets == 1  # later asks: the cache, no download
 
 
-class FastUpstream(SlowUpstream):
-    """A small file (a few KB): its download can end before the thread that runs it is recorded."""
+def test_index_pages_and_other_files_are_not_held_back():
+    held, release = threading.Event(), threading.Event()
 
-    def get(self, url, stream=False):
-        with self.lock:
-            self.gets += 1
-        return type("Response", (), {"status_code": 200, "iter_content": lambda self, chunk_size: iter([BODY])})()
+    def app(environ, start_response):
+        if environ["PATH_INFO"].endswith("a.whl"):
+            held.set()
+            release.wait(10)
+        return [environ["PATH_INFO"].encode()]
 
-
-def test_a_file_downloaded_before_its_thread_is_recorded_is_served_from_the_cache(tmp_path, monkeypatch):
-    """Seen in the node test: termcolor's wheel was fetched, then its finished thread overwrote the cached entry and
-    proxpi sent pip to PyPI for it. Here the download always ends before start() returns."""
-    upstream = FastUpstream()
-    files = _cache._FileCache(10 * 2**20, str(tmp_path), download_timeout=60, session=upstream)
-    start = _cache.Thread.start
-
-    def start_and_finish(thread):
-        start(thread)
-        thread.join()
-
-    monkeypatch.setattr(_cache.Thread, "start", start_and_finish)
-    answer = files.get(URL)
-    assert not answer.startswith("https://") and open(answer, "rb").read() == BODY  # no redirect to PyPI
-    assert files.get(URL) == answer and upstream.gets == 1
+    wrapped = OneRequestPerFile(app)
+    first = threading.Thread(target=wrapped, args=({"PATH_INFO": "/index/p/a.whl"}, None))
+    first.start()
+    assert held.wait(10)
+    try:
+        assert wrapped({"PATH_INFO": "/index/p/"}, None) == [b"/index/p/"]  # while a.whl's request waits
+        assert wrapped({"PATH_INFO": "/index/p/b.whl"}, None) == [b"/index/p/b.whl"]
+    finally:
+        release.set()
+        first.join(10)
+    assert [OneRequestPerFile.file_path(p) for p in ("/index/p/a.whl", "/index/p/", "/index/", "/health")] == \
+        [True, False, False, False]

@@ -114,7 +114,6 @@ def test_options_are_the_stock_plugins_with_the_same_sources():
 def test_the_local_inventory_uses_it():
     inventory = yaml.safe_load((Path(__file__).resolve().parents[3] / "inventories/local.docker_containers.yml")
                                .read_text())
-    assert inventory["connection_type"] == "docker-cli"
     assert inventory["compose"]["ansible_connection"] == "'tfprov.gpu.docker_exec'"
 
 

@@ -1,60 +1,68 @@
+"""tfprov.gpu.docker_containers: the local cloud's containers through the docker CLI, a container removed between the
+list and its inspection left out. A stand-in `docker` answers as Docker's CLI does (its JSON and exit codes)."""
+
+import json
+import stat
+
 import pytest
 from ansible.errors import AnsibleError
 from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import trust_as_template
-from ansible_collections.community.docker.plugins.inventory.docker_containers import (
-    InventoryModule as StockInventoryModule,
+from ansible_collections.tfprov.gpu.plugins.inventory.docker_containers import (
+    InventoryModule,
+    host_facts,
+    inspections,
+    slug,
 )
-from ansible_collections.community.docker.plugins.module_utils._api.errors import APIError, NotFound
-from ansible_collections.tfprov.gpu.plugins.inventory.docker_containers import InventoryModule
+
+# `ps` prints $PS_IDS; `inspect` prints $INSPECT (a JSON list) and exits $INSPECT_RC, as the CLI does when one of
+# the containers asked for was removed (the others printed, "No such object" on stderr, exit 1).
+FAKE_DOCKER = """#!/bin/sh
+echo "$*" >> "$CALLS"
+case "$1" in
+  --host) shift 2 ;;
+esac
+case "$1" in
+  ps) printf '%s\\n' $PS_IDS ;;
+  inspect) printf '%s' "$INSPECT"
+    [ "$INSPECT_RC" = 0 ] || echo "Error: No such object: gone" >&2
+    exit "$INSPECT_RC" ;;
+esac
+"""
 
 
-def test_accepts_tfprov_and_stock_file_names_only(tmp_path):
-    plugin = InventoryModule()
-    for name, accepted in (("local.docker_containers.yml", True), ("x.docker_containers.yaml", True),
-                           ("stock.docker.yml", True), ("hosts.yml", False), ("aws.aws_ec2.yml", False)):
-        path = tmp_path / name
-        path.write_text("plugin: tfprov.gpu.docker_containers\n")
-        assert plugin.verify_file(str(path)) is accepted, name
+def inspected(cid: str, name: str, labels: dict, running=True) -> dict:
+    return {"Id": cid, "Name": f"/{name}", "State": {"Running": running}, "Config": {"Labels": labels},
+            "NetworkSettings": {"Ports": {}}}
 
 
-def test_a_missing_file_is_not_accepted(tmp_path):
-    assert not InventoryModule().verify_file(str(tmp_path / "local.docker_containers.yml"))
+@pytest.fixture
+def docker(tmp_path, monkeypatch):
+    path = tmp_path / "docker"
+    path.write_text(FAKE_DOCKER)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("CALLS", str(tmp_path / "calls"))
+
+    def answer(ids, found, rc=0):
+        monkeypatch.setenv("PS_IDS", " ".join(ids))
+        monkeypatch.setenv("INSPECT", json.dumps(found))
+        monkeypatch.setenv("INSPECT_RC", str(rc))
+
+    answer.path = str(path)
+    answer.calls = lambda: (tmp_path / "calls").read_text().splitlines()
+    return answer
 
 
-def container(cid: str, name: str, labels: dict) -> tuple[dict, dict]:
-    listed = {"Id": cid, "Names": [f"/{name}"]}
-    inspected = {"Id": cid, "Name": f"/{name}", "State": {"Running": True}, "Config": {"Labels": labels},
-                 "NetworkSettings": {"Ports": {}}}
-    return listed, inspected
-
-
-class RemovingEngine:
-    """A Docker engine on which `gone` is removed between the container list and its inspection."""
-
-    def __init__(self, containers, gone):
-        self.containers, self.gone, self.calls = containers, gone, []
-
-    def get_json(self, pathfmt, *args, **kwargs):
-        self.calls.append(pathfmt.format(*args))
-        if pathfmt == "/containers/json":
-            return [listed for listed, _ in self.containers]
-        if args[0] == self.gone:
-            raise NotFound(f"No such container: {args[0]}")
-        return next(inspected for listed, inspected in self.containers if listed["Id"] == args[0])
-
-
-def parse(engine, monkeypatch) -> InventoryData:
-    """The plugin's parse over this engine, with the settings of inventories/local.docker_containers.yml that matter
-    here (the option loader is Ansible's, outside a unit test's reach)."""
-    settings = {"strict": True, "docker_host": "unix:///var/run/docker.sock", "connection_type": "docker-api",
-                "configure_docker_daemon": False, "leading_separator": True, "compose": {}, "groups": {},
-                "filters": [{"include": trust_as_template("'tfprov.cluster' in docker_config.Labels")},
-                            {"exclude": True}],
+def parse(docker_path, monkeypatch, **changes) -> InventoryData:
+    """The plugin's parse with the settings of inventories/local.docker_containers.yml that matter here (the option
+    loader reads a real file; here the options are given)."""
+    settings = {"strict": True, "docker_host": "", "docker_command": docker_path, "cluster": "local", "timeout": 10,
+                "leading_separator": True, "compose": {
+                    "tfprov_node_state": trust_as_template("'running' if docker_state.Running else 'stopped'")},
+                "groups": {"tfprov_nodes": trust_as_template("docker_config.Labels['tfprov.role'] != 'cache'")},
                 "keyed_groups": [{"key": trust_as_template("docker_config.Labels['tfprov.role']"), "prefix": "tfprov",
-                                  "separator": "_"}]}
-    monkeypatch.setattr(StockInventoryModule, "_create_client", lambda self: engine)
+                                  "separator": "_"}]} | changes
     plugin = InventoryModule()
     monkeypatch.setattr(plugin, "_read_config_data", lambda path: None)
     monkeypatch.setattr(plugin, "get_option", lambda name: settings.get(name), raising=False)
@@ -63,25 +71,66 @@ def parse(engine, monkeypatch) -> InventoryData:
     return inventory
 
 
-def test_a_container_removed_before_its_inspection_is_left_out_not_fatal(monkeypatch):
+def test_reads_only_files_named_for_it(tmp_path):
+    plugin = InventoryModule()
+    for name, accepted in (("local.docker_containers.yml", True), ("x.docker_containers.yaml", True),
+                           ("stock.docker.yml", False), ("hosts.yml", False), ("aws.aws_ec2.yml", False)):
+        path = tmp_path / name
+        path.write_text("plugin: tfprov.gpu.docker_containers\n")
+        assert plugin.verify_file(str(path)) is accepted, name
+    assert not plugin.verify_file(str(tmp_path / "missing.docker_containers.yml"))
+
+
+def test_the_clouds_nodes_get_the_group_contract_and_their_state(docker, monkeypatch):
     local = {"tfprov.cluster": "local"}
-    engine = RemovingEngine([container("a" * 64, "tfprov-local-1", {**local, "tfprov.role": "chief"}),
-                             container("b" * 64, "someone-elses", {}),
-                             container("c" * 64, "tfprov-local-2", {**local, "tfprov.role": "worker"})],
-                            gone="b" * 64)
-    inventory = parse(engine, monkeypatch)
+    docker(["a" * 64, "c" * 64], [inspected("a" * 64, "tfprov-local-1", {**local, "tfprov.role": "chief"}),
+                                  inspected("c" * 64, "tfprov-local-2", {**local, "tfprov.role": "cache"}, False)])
+    inventory = parse(docker.path, monkeypatch)
     assert sorted(inventory.hosts) == ["tfprov-local-1", "tfprov-local-2"]
-    assert [h.name for h in inventory.groups["tfprov_worker"].get_hosts()] == ["tfprov-local-2"]
-    assert len(engine.calls) == 4  # one list, one inspection per container: the engine is asked no more than before
+    assert [h.name for h in inventory.groups["tfprov_chief"].get_hosts()] == ["tfprov-local-1"]
+    assert [h.name for h in inventory.groups["tfprov_nodes"].get_hosts()] == ["tfprov-local-1"]  # not the cache
+    one, two = inventory.get_host("tfprov-local-1").vars, inventory.get_host("tfprov-local-2").vars
+    assert (one["tfprov_node_state"], two["tfprov_node_state"]) == ("running", "stopped")
+    assert one["ansible_host"] == one["docker_name"] == "tfprov-local-1" and one["docker_short_id"] == "a" * 13
+    assert "docker_config" not in one  # the inspection is compose's input, not a host var
+    # One list of this cloud's containers, one inspection of them all.
+    assert docker.calls() == ["ps --all --no-trunc --quiet --filter label=tfprov.cluster=local",
+                              f"inspect --type container {'a' * 64} {'c' * 64}"]
 
 
-def test_other_engine_errors_still_fail_the_inventory(monkeypatch):
-    class Broken(RemovingEngine):
-        def get_json(self, pathfmt, *args, **kwargs):
-            if pathfmt != "/containers/json":
-                raise APIError("500 Server Error: engine broken")
-            return super().get_json(pathfmt, *args, **kwargs)
+def test_a_container_removed_before_its_inspection_is_left_out_not_fatal(docker, monkeypatch):
+    docker(["a" * 64, "b" * 64], [inspected("a" * 64, "tfprov-local-1", {"tfprov.role": "worker"})], rc=1)
+    assert sorted(parse(docker.path, monkeypatch).hosts) == ["tfprov-local-1"]
 
-    engine = Broken([container("a" * 64, "tfprov-local-1", {"tfprov.cluster": "local"})], gone=None)
-    with pytest.raises(AnsibleError, match="engine broken"):
-        parse(engine, monkeypatch)
+
+def test_another_cloud_and_another_engine_are_asked_for_by_name(docker, monkeypatch):
+    docker([], [])
+    assert not parse(docker.path, monkeypatch, cluster="itnet", docker_host="unix:///run/other.sock").hosts
+    assert docker.calls() == ["--host unix:///run/other.sock ps --all --no-trunc --quiet --filter "
+                              "label=tfprov.cluster=itnet"]
+
+
+def test_an_engine_that_fails_fails_the_inventory_with_its_words(tmp_path, monkeypatch):
+    broken = tmp_path / "docker"
+    broken.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock' >&2\n"
+                      "exit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(AnsibleError, match="`docker ps` failed: Cannot connect to the Docker daemon"):
+        parse(str(broken), monkeypatch)
+    with pytest.raises(AnsibleError, match="no docker CLI"):
+        parse(str(tmp_path / "nowhere"), monkeypatch)
+
+
+def test_an_inspection_that_is_not_json_is_named(docker, monkeypatch):
+    docker(["a" * 64], [])
+    monkeypatch.setenv("INSPECT", "garbage")
+    with pytest.raises(AnsibleError, match="gave no JSON: 'garbage'"):
+        parse(docker.path, monkeypatch)
+
+
+def test_inspection_keys_are_named_as_community_docker_names_them():
+    assert slug("NetworkSettings") == "docker_networksettings" and slug("Config") == "docker_config"
+    name, own, seen = host_facts({"Id": "f" * 64, "Name": "/n1", "Config": {"Labels": {}}})
+    assert name == "n1" and set(own) == {"ansible_host", "docker_name", "docker_short_id"}
+    assert seen["docker_config"] == {"Labels": {}}
+    assert inspections("") == [] and inspections("[]\n") == []
