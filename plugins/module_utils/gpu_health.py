@@ -63,7 +63,27 @@ XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0
 OFF_THE_BUS = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})")
 NVLINK_GPU = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: .*\))?\s*$")
 NVLINK_LINK = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
-_ABSENT = ("N/A", "[N/A]", "Not Supported", "[Not Supported]", "Unknown Error", "[Unknown Error]", "")
+# Drivers from about R575 answer a field they retired with this sentence (reset_required, display_mode, ...).
+_DEPRECATED = "Requested functionality has been deprecated"
+_ABSENT = ("N/A", "[N/A]", "Not Supported", "[Not Supported]", "Unknown Error", "[Unknown Error]", "", _DEPRECATED,
+           "[%s]" % _DEPRECATED)
+# Every uncorrectable count of an ECC block, in each layout drivers wrote: SRAM and DRAM (R450 to about R550), SRAM
+# split into parity and SEC-DED errors (about R550 and later), and Kepler to Volta's double-bit block (below).
+UNCORRECTABLE_TAGS = ("sram_uncorrectable", "sram_uncorrectable_parity", "sram_uncorrectable_secded",
+                      "dram_uncorrectable")
+# The driver's own verdict from R570 (gpu_recovery_action; NVML's nvmlDeviceGetGpuRecoveryAction). nvidia-smi spells
+# the actions "Reset", "Reboot", "Drain P2P" and "Drain and Reset" (some tools "GPU Reset", "Node Reboot"): matched by
+# their words, most specific first.
+RECOVERY_ACTIONS = (
+    (("drain", "reset"), "drain the node (let its jobs end, start none), then reset the GPU (nvidia-smi -r) or "
+                         "reboot the node"),
+    (("drain", "p2p"), "drain the node's peer-to-peer work (let its jobs end, start none), then reset the GPU "
+                       "(nvidia-smi -r) or reboot the node"),
+    (("reboot",), "reboot the node (a GPU reset is not enough); if it recurs, take the node out of service and "
+                  "replace it (report the GPU to the provider)"),
+    (("reset",), "reset the GPU (nvidia-smi -r, no process on it) or reboot the node"),
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffd]")
 
 
 class HealthInputError(Exception):
@@ -91,17 +111,17 @@ def _first(node, *paths):
 
 
 def _uncorrectable(counts):
-    """Uncorrectable ECC errors in a <volatile> or <aggregate> block, whichever layout the driver writes."""
+    """Uncorrectable ECC errors in a <volatile> or <aggregate> block, every field of whichever layout the driver
+    writes added up; None when the block has no count (no ECC, or a vGPU)."""
     if counts is None:
         return None
-    total = _int(counts, "double_bit/total")  # Kepler to Volta
-    if total is not None:
-        return total
-    split = [_int(counts, tag) for tag in ("sram_uncorrectable", "dram_uncorrectable")]  # Ampere and later
-    if any(v is not None for v in split):
-        return sum(v or 0 for v in split)
-    parts = [_int(counts, tag) for tag in ("sram_uncorrectable_parity", "sram_uncorrectable_secded")]
-    return sum(v or 0 for v in parts) if any(v is not None for v in parts) else None
+    values = [_int(counts, tag) for tag in UNCORRECTABLE_TAGS]
+    double = counts.find("double_bit")  # Kepler to Volta: a total, or where it is missing, one count per unit
+    if double is not None:
+        total = _int(double, "total")
+        values += [total] if total is not None else [_int(double, child.tag) for child in double]
+    values = [v for v in values if v is not None]
+    return sum(values) if values else None
 
 
 def _clock_reasons(gpu):
@@ -119,14 +139,31 @@ def _yes(value):
     return None if value is None else value.lower() == "yes"
 
 
+def printable(text, limit=120):
+    """The first printable part of an answer, for a one-line message: whitespace runs made one space, then cut at
+    the first control byte (or undecodable one) and at `limit` characters. '' when nothing printable leads."""
+    text = " ".join((text or "").split())
+    text = _CONTROL.split(text, 1)[0].strip() if text else ""
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def _xml_text(text):
+    """The XML document of an answer: what precedes its declaration or root (a warning line) left out."""
+    text = (text or "").strip()
+    start = min([i for i in (text.find("<?xml"), text.find("<nvidia_smi_log")) if i >= 0] or [0])
+    return text[start:]
+
+
 def parse_smi_xml(text):
     """{driver_version, cuda_version, gpus: [...]} from `nvidia-smi -q -x`."""
     try:
-        root = ElementTree.fromstring(text.strip())
-    except ElementTree.ParseError as exc:
-        raise HealthInputError("nvidia-smi -q -x did not answer in XML (%s): %s" % (exc, text.strip()[:200])) from None
+        root = ElementTree.fromstring(_xml_text(text))
+    except (ElementTree.ParseError, ValueError) as exc:
+        said = printable(text)
+        raise HealthInputError("nvidia-smi -q -x answered something that is not its XML (%s): %s"
+                               % (printable(str(exc), 60), '"%s"' % said if said else "nothing printable")) from None
     if root.tag != "nvidia_smi_log":
-        raise HealthInputError("nvidia-smi -q -x answered <%s>, not <nvidia_smi_log>" % root.tag)
+        raise HealthInputError("nvidia-smi -q -x answered <%s>, not <nvidia_smi_log>" % printable(root.tag, 40))
     gpus = []
     for position, gpu in enumerate(root.findall("gpu")):
         link = gpu.find("pci/pci_gpu_link_info")
@@ -155,6 +192,14 @@ def parse_smi_xml(text):
             "pcie_gen_host_max": _int(link, "pcie_gen/max_host_link_gen"),  # drivers from about R520
             "pcie_width_current": _int(link, "link_widths/current_link_width"),
             "pcie_width_max": _int(link, "link_widths/max_link_width"),
+            "ecc_sram_threshold_exceeded": _yes(_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
+            "ecc_unrepairable_memory": _yes(_text(gpu, "ecc_errors/unrepairable_memory")),  # about R580
+            "ecc_repair_pending": sorted(tag[:-len("_repair_pending")] for tag in ("channel_repair_pending",
+                                                                                  "tpc_repair_pending")
+                                         if _yes(_text(gpu, "ecc_errors/" + tag))),
+            "reset_required": _yes(_text(gpu, "gpu_reset_status/reset_required")),  # R525 to R570
+            "drain_and_reset_recommended": _yes(_text(gpu, "gpu_reset_status/drain_and_reset_recommended")),
+            "recovery_action": _text(gpu, "gpu_recovery_action"),  # R570 and later
             "fabric_state": _text(gpu, "fabric/state"),
             "fabric_status": _text(gpu, "fabric/status"),
         })
@@ -218,6 +263,16 @@ def _check_gpu(problems, gpu, nvlink, expect_nvlink, widest):
     elif gpu["ecc_uncorrectable_aggregate"]:
         _problem(problems, WARN, gpu, "ecc", "%d uncorrectable ECC error(s) in its lifetime, none since the driver "
                  "loaded" % gpu["ecc_uncorrectable_aggregate"], "watch it: if they recur, " + REPLACE)
+    if gpu.get("ecc_sram_threshold_exceeded"):
+        _problem(problems, FAIL, gpu, "ecc", "uncorrectable SRAM errors passed the driver's threshold "
+                 "(sram_threshold_exceeded: Yes)", REPLACE)
+    if gpu.get("ecc_unrepairable_memory"):
+        _problem(problems, FAIL, gpu, "ecc", "memory the driver cannot repair (unrepairable_memory: Yes)", REPLACE)
+    for unit in gpu.get("ecc_repair_pending") or []:
+        _problem(problems, FAIL, gpu, "ecc", "a %s repair is pending (%s_repair_pending: Yes)" % (unit.upper(), unit)
+                 if unit == "tpc" else "a memory channel repair is pending (channel_repair_pending: Yes)",
+                 RESET + " to apply it")
+    _check_recovery(problems, gpu)
     if gpu["retired_pages_pending"]:
         _problem(problems, FAIL, gpu, "retired_pages", "memory pages are waiting to be retired", RESET)
     if gpu["remapped_rows_failure"]:
@@ -240,6 +295,24 @@ def _check_gpu(problems, gpu, nvlink, expect_nvlink, widest):
         _problem(problems, FAIL, gpu, "fabric", "NVLink fabric not ready (state %s, status %s)"
                  % (gpu["fabric_state"], gpu["fabric_status"]),
                  "start nvidia-fabricmanager and wait for it; if the state stays, " + REBOOT)
+
+
+def _check_recovery(problems, gpu):
+    """The driver's own verdict: a recovery action other than None (R570+), else reset_required or
+    drain_and_reset_recommended (R525 to R570). One line, with the driver's action in it."""
+    action = gpu.get("recovery_action")
+    if action and action.lower() != "none":
+        words = action.lower()
+        todo = next((todo for keys, todo in RECOVERY_ACTIONS if all(k in words for k in keys)),
+                    "do what the driver asks (%s)" % printable(action, 40))
+        _problem(problems, FAIL, gpu, "recovery", "the driver asks for \"%s\" (gpu_recovery_action)"
+                 % printable(action, 40), todo)
+    elif gpu.get("drain_and_reset_recommended"):
+        _problem(problems, FAIL, gpu, "recovery", "the driver recommends draining and resetting the GPU "
+                 "(drain_and_reset_recommended: Yes)", RECOVERY_ACTIONS[0][1])
+    elif gpu.get("reset_required"):
+        _problem(problems, FAIL, gpu, "recovery", "the driver says the GPU needs a reset (reset_required: Yes)",
+                 RESET)
 
 
 def _loaded(gpu):
@@ -280,7 +353,8 @@ def not_judged_idle(gpus):
 
 def _check_nvlink(problems, gpu, links, expect_nvlink):
     down = sorted(n for n, state in links.items() if state == "inactive")
-    # A card with no NVLink bridge lists every link inactive: only a partly-down set, or an SXM board, says a fault.
+    # A card with no NVLink bridge lists every link inactive: only a partly-down set, or an SXM board (the inventory
+    # says so, or the matrix knows the part and the node has two or more of it), says a fault.
     if down and (expect_nvlink or len(down) < len(links)):
         _problem(problems, FAIL, gpu, "nvlink", "NVLink link(s) %s down (%d of %d up)"
                  % (", ".join(str(n) for n in down), len(links) - len(down), len(links)),
@@ -299,19 +373,31 @@ def _check_xids(problems, xids, gpus):
         where = "" if gpu else "GPU at %s: " % bus
         times = " %d times" % len(events) if len(events) > 1 else ""
         _problem(problems, severity, gpu, "xid", "%s%s%s in the kernel log since boot (\"%s\")"
-                 % (where, what, times, events[-1]["detail"][:100].rstrip(".")), action)
+                 % (where, what, times, printable(events[-1]["detail"], 100).rstrip(".")), action)
+
+
+def _gpus(count):
+    return "%d GPU%s" % (count, "" if count == 1 else "s")
 
 
 def evaluate(smi, nvlink=None, xids=None, expected_gpu_count=None, pci_gpu_count=None, min_driver=None,
-             cuda=None, expect_nvlink=False, nvswitch=False, fabric_manager_active=None):
-    """The problems of a node: a list of {severity, check, gpu, message, action}, failures first."""
+             cuda=None, expect_nvlink=False, nvswitch=False, fabric_manager_active=None, expected_from=None,
+             nvlink_names=None):
+    """The problems of a node: a list of {severity, check, gpu, message, action}, failures first.
+
+    expected_gpu_count is what the node should have, from expected_from ("its instance type", the default, or "its
+    last converge"); those on the PCI bus count too, the larger number expected. nvlink_names: the GPU names of SXM
+    parts (the matrix's), whose every link must be up where the node has two or more of one."""
     problems = []
     gpus = smi["gpus"]
     expected = max(expected_gpu_count or 0, pci_gpu_count or 0)
     if len(gpus) < expected:
-        source = "its instance type" if (expected_gpu_count or 0) >= (pci_gpu_count or 0) else "the PCI bus"
-        _problem(problems, FAIL, None, "count", "%d of %d GPUs visible to the driver (%s has %d)"
-                 % (len(gpus), expected, source, expected),
+        declared = (expected_gpu_count or 0) >= (pci_gpu_count or 0)
+        source = (expected_from or "its instance type") if declared else "the PCI bus"
+        said = "%s %s %d" % (source, "had" if "converge" in source else "has", expected)
+        message = ("%d of %d GPUs visible to the driver (%s)" % (len(gpus), expected, said) if gpus
+                   else "expected %s, found none (%s)" % (_gpus(expected), said))
+        _problem(problems, FAIL, None, "count", message,
                  "look for XID 79 or a GPU off the bus in the kernel log; " + REBOOT + "; if one stays missing, "
                  + REPLACE)
     if min_driver and smi["driver_version"] and \
@@ -328,7 +414,8 @@ def evaluate(smi, nvlink=None, xids=None, expected_gpu_count=None, pci_gpu_count
     for gpu in gpus:
         siblings = [g["pcie_width_current"] for g in gpus if g["name"] == gpu["name"] and g is not gpu
                     and _loaded(g) and g["pcie_width_current"]]
-        _check_gpu(problems, gpu, nvlink or {}, expect_nvlink, max(siblings) if siblings else None)
+        board = gpu["name"] in (nvlink_names or ()) and sum(g["name"] == gpu["name"] for g in gpus) >= 2
+        _check_gpu(problems, gpu, nvlink or {}, expect_nvlink or board, max(siblings) if siblings else None)
     _check_xids(problems, xids or [], gpus)
     return sorted(problems, key=lambda p: p["severity"] != FAIL)
 

@@ -147,20 +147,26 @@ notes:
   sample: ["no NVIDIA GPU on this node: nothing to judge"]
 """
 
+import json
 import os
 import select
 import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.tfprov.gpu.plugins.module_utils.bounded_command import run_bounded
 from ansible_collections.tfprov.gpu.plugins.module_utils.gpu_health import (
     FAIL,
+    REBOOT,
+    REPLACE,
+    WARN,
     HealthInputError,
     evaluate,
     not_judged_idle,
     parse_nvlink_status,
     parse_smi_xml,
     parse_xids,
+    printable,
     verdict_lines,
 )
 from ansible_collections.tfprov.gpu.plugins.module_utils.nvidia_smi import classify_failure
@@ -176,25 +182,40 @@ SMI_FAILURES = {
 }
 
 
-def kernel_log(module, path):
-    """This boot's kernel log (journald, else dmesg), or None when neither can be read."""
+def kernel_log(module, path, seconds):
+    """(this boot's kernel log or None, why it could not be read, [commands that did not answer])."""
     if path:
-        with open(path, errors="replace") as handle:
-            return handle.read()
+        try:
+            with open(path, errors="replace") as handle:
+                return handle.read(), None, []
+        except (IOError, OSError) as exc:
+            return None, "%s: %s" % (path, exc.strerror or exc), []
+    said, hung = [], []
     for argv in (["journalctl", "-k", "-b", "0", "--no-pager", "-q", "-o", "short-monotonic"], ["dmesg"]):
         binary = module.get_bin_path(argv[0])
-        if binary:
-            rc, out, err = module.run_command([binary] + argv[1:], errors="surrogate_or_replace")
-            if rc == 0 and out.strip():
-                return out
-    return None
+        if not binary:
+            said.append("no %s" % argv[0])
+            continue
+        rc, out, err, timed_out = run_bounded(module, [binary] + argv[1:], seconds)
+        if timed_out:
+            hung.append("%s did not answer within %d s" % (" ".join(argv[:2]) if argv[0] == "journalctl"
+                                                           else argv[0], seconds))
+            said.append(hung[-1])
+        elif rc == 0 and out.strip():
+            return out, None, hung
+        else:
+            said.append("%s: %s" % (argv[0], printable(err or out, 80) or "exit %d, nothing read" % rc))
+    return None, "; ".join(said), hung
 
 
-def fabric_manager_active(module):
+def fabric_manager_active(module, seconds=20):
+    """True or False, None without systemd, or the message of a systemctl that did not answer."""
     systemctl = module.get_bin_path("systemctl")
     if not systemctl:
         return None
-    rc, out, err = module.run_command([systemctl, "is-active", "nvidia-fabricmanager"])
+    rc, out, err, timed_out = run_bounded(module, [systemctl, "is-active", "nvidia-fabricmanager"], seconds)
+    if timed_out:
+        return "systemctl is-active nvidia-fabricmanager did not answer within %d s" % seconds
     return out.strip() == "active"
 
 
@@ -216,7 +237,7 @@ while time.time() < end and gpus:
 """
 
 
-def read_under_load(module, smi_path, python, seconds):
+def read_under_load(module, smi_path, python, seconds, smi_timeout=60):
     """(nvidia-smi -q -x read while the GPUs compute, or None; a note saying what happened)."""
     proc = subprocess.Popen([python, "-c", LOAD, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -230,7 +251,10 @@ def read_under_load(module, smi_path, python, seconds):
             said.append(line.strip())
             if line.startswith("computing on"):
                 time.sleep(2)
-                rc, out, err = module.run_command([smi_path, "-q", "-x"])
+                rc, out, err, timed_out = run_bounded(module, [smi_path, "-q", "-x"], smi_timeout)
+                if timed_out:
+                    return None, "nvidia-smi -q -x did not answer within %d s under load: PCIe links judged " \
+                                 "only where already under load" % smi_timeout
                 return (out if rc == 0 else None), "PCIe links read under load (%s)" % line.strip()
         reason = [s for s in said if s][-1:] or ["no GPU computed within %d s" % (seconds + 60)]
         return None, "the GPUs could not be loaded (%s): PCIe links judged only where already under load" % reason[0]
@@ -239,54 +263,124 @@ def read_under_load(module, smi_path, python, seconds):
         proc.wait()
 
 
+HUNG_SMI = REBOOT + " (the driver or a GPU hangs: look for XID 79 in the kernel log); if it recurs, " + REPLACE
+HUNG_OTHER = "look at the node's load and at that service, then run the gate again"
+
+
+def _fail(check, message, action):
+    return {"severity": FAIL, "check": check, "gpu": None, "message": message, "action": action}
+
+
+def declared_count(params):
+    """(GPUs the node should have, where that comes from): the inventory's count, else the node's last converge."""
+    if params["expected_gpu_count"] is not None:
+        return params["expected_gpu_count"], "its instance type"
+    record = params["converge_record"]
+    try:
+        with open(record) as handle:
+            gpu = (json.load(handle).get("facts") or {}).get("nvidia_gpu") or {}
+        count = int(gpu.get("count") or 0)
+    except (IOError, OSError, ValueError, TypeError, AttributeError):
+        return 0, None
+    return count, "its last converge"
+
+
+def read_smi(module, smi_path, seconds):
+    """(nvidia-smi -q -x parsed, or None; the problem when it gives no verdict; whether it said no devices)."""
+    rc, out, err, timed_out = run_bounded(module, [smi_path, "-q", "-x"], seconds)
+    if timed_out:
+        return None, _fail("driver", "nvidia-smi -q -x did not answer within %d s" % seconds, HUNG_SMI), False
+    answer = out + err
+    failure = classify_failure(answer) if rc != 0 or not out.strip().startswith("<") else None
+    if failure == "no_devices":
+        return None, None, True
+    if failure in SMI_FAILURES:
+        return None, _fail("driver", *SMI_FAILURES[failure]), False
+    if rc != 0:
+        said = printable(answer)
+        return None, _fail("driver", "nvidia-smi -q -x failed (exit %d): %s" % (rc, said or "nothing printable"),
+                           REBOOT), False
+    try:
+        return parse_smi_xml(out), None, False
+    except HealthInputError as exc:
+        return None, _fail("driver", str(exc), "run nvidia-smi -q -x on the node; " + REBOOT), False
+
+
 def judge(module, smi_path, params):
     """The module's result, without exiting."""
     pci = nvidia_gpus(params["sysfs_root"])
     nvswitch = bool(nvidia_devices(params["sysfs_root"], NVSWITCH_CLASSES))
-    expected = max(params["expected_gpu_count"] or 0, len(pci))
+    declared, source = declared_count(params)
+    expected = max(declared, len(pci))
+    smi_seconds, seconds = params["smi_timeout"], params["command_timeout"]
     result = {"healthy": True, "gpu_node": expected > 0, "gpu_count": 0, "expected_gpu_count": expected,
+              "expected_from": (source if declared >= len(pci) else "the PCI bus") if expected else None,
               "driver_version": None, "cuda_version": None, "gpus": [], "problems": [], "lines": [], "notes": []}
-    if not smi_path and not expected:
-        result["notes"].append("no NVIDIA GPU on this node: nothing to judge")
-        return result
-    if not smi_path:
-        problems = [{"severity": FAIL, "check": "driver", "gpu": None, "message": "%d GPU(s) but no nvidia-smi "
-                     "(no driver installed)" % expected, "action": "run tfprov run node to install the driver"}]
-        return dict(result, healthy=False, problems=problems, lines=verdict_lines(problems))
-    rc, out, err = module.run_command([smi_path, "-q", "-x"])
-    failure = classify_failure(out + err) if rc != 0 or not out.strip().startswith("<") else None
-    if rc != 0 or failure:
-        if not expected and failure == "no_devices":
-            result["notes"].append("no NVIDIA GPU on this node: nothing to judge")
-            return result
-        message, action = SMI_FAILURES.get(failure, ("nvidia-smi failed (exit %d): %s"
-                                                     % (rc, (out + err).strip()[:200]), "reboot the node"))
-        problems = [{"severity": FAIL, "check": "driver", "gpu": None, "message": message, "action": action}]
-        return dict(result, healthy=False, problems=problems, lines=verdict_lines(problems))
-    smi = parse_smi_xml(out)
-    if params["load_python"] and smi["gpus"] and not os.access(params["load_python"], os.X_OK):
-        result["notes"].append("no Python at %s to load the GPUs with: PCIe links judged only where already under "
-                               "load" % params["load_python"])
-    elif params["load_python"] and smi["gpus"]:
-        loaded, note = read_under_load(module, smi_path, params["load_python"], params["load_seconds"])
-        result["notes"].append(note)
-        smi = parse_smi_xml(loaded) if loaded else smi
-    rc, out, err = module.run_command([smi_path, "nvlink", "-s"])
-    nvlink = parse_nvlink_status(out) if rc == 0 else {}
-    log = kernel_log(module, params["kernel_log"])
+    notes, problems = result["notes"], []
+    smi, answered = None, False
+    if not smi_path and expected:
+        problems.append(_fail("driver", "%d GPU(s) but no nvidia-smi (no driver installed)" % expected,
+                              "run tfprov run node to install the driver"))
+    elif smi_path:
+        smi, problem, no_devices = read_smi(module, smi_path, smi_seconds)
+        problems += [problem] if problem else []
+        answered = smi is not None or no_devices
+        if no_devices and not expected:
+            notes.append("no NVIDIA GPU on this node: nothing to judge")
+    else:
+        notes.append("no NVIDIA GPU on this node: nothing to judge")
+    nvlink, fabric = {}, None
+    if smi and smi["gpus"]:
+        if params["load_python"] and not os.access(params["load_python"], os.X_OK):
+            notes.append("no Python at %s to load the GPUs with: PCIe links judged only where already under load"
+                         % params["load_python"])
+        elif params["load_python"]:
+            loaded, note = read_under_load(module, smi_path, params["load_python"], params["load_seconds"],
+                                           smi_seconds)
+            notes.append(note)
+            try:
+                smi = parse_smi_xml(loaded) if loaded else smi
+            except HealthInputError as exc:
+                notes.append("the answer under load was not read (%s)" % exc)
+        rc, out, err, timed_out = run_bounded(module, [smi_path, "nvlink", "-s"], smi_seconds)
+        if timed_out:
+            problems.append(_fail("nvlink", "nvidia-smi nvlink -s did not answer within %d s" % smi_seconds,
+                                  HUNG_SMI))
+        nvlink = parse_nvlink_status(out) if rc == 0 and not timed_out else {}
+        if nvswitch:
+            fabric = fabric_manager_active(module, seconds)
+            if isinstance(fabric, str):
+                problems.append(_fail("fabric", fabric, HUNG_OTHER))
+                fabric = None
+    # The kernel log is read in every case: a GPU that fell off the bus may have left nothing else behind.
+    log, unread, hung = kernel_log(module, params["kernel_log"], seconds)
+    xids = parse_xids(log or "")
     if log is None:
-        result["notes"].append("the kernel log could not be read (run as root): XID errors not checked")
-    fabric = fabric_manager_active(module) if nvswitch else None
-    problems = evaluate(smi, nvlink=nvlink, xids=parse_xids(log or ""), expected_gpu_count=expected,
-                        min_driver=params["min_driver"], cuda=params["cuda"], expect_nvlink=params["expect_nvlink"],
-                        nvswitch=nvswitch, fabric_manager_active=fabric)
-    idle = not_judged_idle(smi["gpus"])
+        problems += [_fail("xid", line, HUNG_OTHER) for line in hung]
+        if not hung and (smi_path or expected):
+            problems.append({"severity": WARN, "check": "xid", "gpu": None,
+                             "message": "the kernel log could not be read (%s): XID errors not checked" % unread,
+                             "action": "run the gate as root (become), or look at journald and dmesg on the node"})
+        elif not hung:
+            notes.append("the kernel log could not be read (%s): XID errors not checked" % unread)
+    elif hung:
+        notes.append("%s: the kernel log was read from dmesg" % "; ".join(hung))
+    problems += evaluate(smi or {"gpus": [], "driver_version": None, "cuda_version": None}, nvlink=nvlink,
+                         xids=xids, expected_gpu_count=declared if answered else None,
+                         pci_gpu_count=len(pci) if answered else None, expected_from=source,
+                         min_driver=params["min_driver"], cuda=params["cuda"], expect_nvlink=params["expect_nvlink"],
+                         nvlink_names=params["nvlink_gpu_names"], nvswitch=nvswitch, fabric_manager_active=fabric)
+    problems.sort(key=lambda p: p["severity"] != FAIL)
+    gpus = smi["gpus"] if smi else []
+    idle = not_judged_idle(gpus)
     if idle:
-        result["notes"].append("PCIe link of GPU %s not judged: idle links train down (the default and deep gates "
-                               "judge it under load)" % ", ".join(str(i) for i in idle))
-    return dict(result, healthy=not any(p["severity"] == FAIL for p in problems), gpu_count=len(smi["gpus"]),
-                driver_version=smi["driver_version"], cuda_version=smi["cuda_version"], gpus=smi["gpus"],
-                problems=problems, lines=verdict_lines(problems))
+        notes.append("PCIe link of GPU %s not judged: idle links train down (the default and deep gates judge it "
+                     "under load)" % ", ".join(str(i) for i in idle))
+    return dict(result, healthy=not any(p["severity"] == FAIL for p in problems), gpu_count=len(gpus),
+                gpu_node=result["gpu_node"] or bool(gpus) or bool(xids),
+                driver_version=smi["driver_version"] if smi else None,
+                cuda_version=smi["cuda_version"] if smi else None, gpus=gpus, problems=problems,
+                lines=verdict_lines(problems))
 
 
 def main():
@@ -301,6 +395,10 @@ def main():
             "kernel_log": {"type": "path"},
             "load_python": {"type": "path"},
             "load_seconds": {"type": "int", "default": 20},
+            "smi_timeout": {"type": "int", "default": 60},
+            "command_timeout": {"type": "int", "default": 20},
+            "converge_record": {"type": "path", "default": "/var/lib/tfprov/converge/node.json"},
+            "nvlink_gpu_names": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -310,10 +408,18 @@ def main():
     if module.params["kernel_log"] and not os.path.isfile(module.params["kernel_log"]):
         module.fail_json(msg="kernel_log %s is not a file" % module.params["kernel_log"])
     smi = smi or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+    for option in ("smi_timeout", "command_timeout"):
+        if module.params[option] < 1:
+            module.fail_json(msg="%s is %d: give the seconds to wait, 1 or more" % (option, module.params[option]))
     try:
         result = judge(module, smi, module.params)
-    except HealthInputError as exc:
-        module.fail_json(msg=str(exc))
+    except Exception as exc:  # a verdict, never a traceback: the node's gate record must reach the report
+        problems = [_fail("gate", "the gate could not judge the node (%s: %s)" % (type(exc).__name__,
+                                                                                  printable(str(exc))),
+                          "run the gate again; if it recurs, report it with the node's nvidia-smi -q -x")]
+        result = {"healthy": False, "gpu_node": True, "gpu_count": 0, "expected_gpu_count": 0,
+                  "expected_from": None, "driver_version": None, "cuda_version": None, "gpus": [],
+                  "problems": problems, "lines": verdict_lines(problems), "notes": []}
     module.exit_json(changed=False, **result)
 
 
