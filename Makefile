@@ -31,11 +31,19 @@ WHEELHOUSE := /var/cache/tfprov/wheelhouse
 .PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
 
 help:
-	@echo "make demo   - set up a local container node and run tfprov run node on it"
-	@echo "make test   - lint, unit tests, collection build, docs, molecule, integration tests (what CI runs)"
+	@echo "make check  - lint + unit: the edit loop"
+	@echo "make unit   - tests of pure code only (no ansible run, server, browser or root), under 2 minutes"
+	@echo "make lint   - yamllint, ruff and ansible-lint (production profile)"
+	@echo "make e2e-local - what unit leaves out: real ansible runs on localhost, moto and local servers, Chromium, build"
+	@echo "make molecule - every role's molecule scenarios and the cluster scenario, in two lanes (needs Docker)"
+	@echo "make integration - end-to-end tests on the local cloud (needs Docker, make images)"
+	@echo "make build  - the collection tarball (dist/), checked"
 	@echo "make docs   - the collection reference and the guides as one site (docs/reference/build/html), docs linted"
+	@echo "make demo   - set up a local container node and run tfprov run node on it"
+	@echo "make test   - lint, unit and e2e-local tests, collection build, docs, molecule, integration tests (what CI runs)"
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
+	@echo "make bench-rerun    - no-op tfprov run node on 1, 4 and 8 baked nodes, skipping what stands against --full"
 	@echo "make bench-cluster  - fresh and no-op tfprov run cluster on 1, 2 and 4 local nodes (a benchmark)"
 	@echo "make bench-fleet    - tfprov fleet drift and a no-op fleet update on 1, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-download - fresh nodes (1, 2, 4, 8) through the pip cache: bytes fetched from PyPI (a benchmark)"
@@ -97,8 +105,21 @@ lint: venv
 	# inventory directory, running each executable file in it with --list (5 s of CPU per playbook).
 	ANSIBLE_INVENTORY=/dev/null $(BIN)/ansible-lint --offline --profile production
 
-unit: venv browser
-	$(BIN)/pytest -q -m "not integration" --durations=15
+# The edit loop: lint, then the unit tests.
+check: lint unit
+
+# Tests of pure code only, in under two minutes: no ansible-playbook or ansible-runner run, no server, no browser, no
+# root. tests/conftest.py lists the tests that do any of these (markers e2e_local, servers, browser, build).
+UNIT_MARKERS := not integration and not e2e_local and not servers and not browser and not build
+unit: venv
+	$(BIN)/pytest -q -m "$(UNIT_MARKERS)" --durations=10
+
+# What make unit leaves out, short of the integration tests: real ansible-playbook / ansible-runner runs on localhost,
+# moto_server and other local servers, the run page in headless Chromium, the collection build and ansible-builder.
+e2e-local: venv browser
+	$(BIN)/pytest -q -m "not integration and (e2e_local or servers or browser or build)" --durations=15
+
+.PHONY: check e2e-local
 
 # Debian's Chromium, for the run page's test in a real headless browser (tests/unit/test_report_browser.py).
 browser:
@@ -291,7 +312,7 @@ cluster-faults: images baked-image
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
 	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
-	$(call run_lane,unit,$(MAKE) --no-print-directory unit) & u=$$!; \
+	$(call run_lane,unit,$(MAKE) --no-print-directory unit e2e-local) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
 	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED \
 	         (lines starting with [lane images]),images); exit 1; }; \
