@@ -66,8 +66,8 @@ def run_bounded(module, argv, seconds, kill_after=None):
     out_path, err_path = os.path.join(workdir, "stdout"), os.path.join(workdir, "stderr")
     started = time.time()
     rc, shell_out, shell_err = module.run_command(
-        ["/bin/sh", "-c", WRAPPER, "tfprov-bounded", str(int(seconds)), str(int(grace)), out_path, err_path] + list(argv),
-        errors="surrogate_or_replace")
+        ["/bin/sh", "-c", WRAPPER, "tfprov-bounded", str(int(seconds)), str(int(grace)), out_path, err_path]
+        + list(argv), errors="surrogate_or_replace")
     elapsed = time.time() - started
     out, err = _read(out_path), _read(err_path) + shell_err
     for path in (out_path, err_path):

@@ -140,10 +140,10 @@ def _yes(value):
 
 
 def printable(text, limit=120):
-    """The first printable part of an answer, for a one-line message: whitespace runs made one space, then cut at
-    the first control byte (or undecodable one) and at `limit` characters. '' when nothing printable leads."""
-    text = " ".join((text or "").split())
-    text = _CONTROL.split(text, 1)[0].strip() if text else ""
+    """The first printable part of an answer, for a one-line message: whitespace runs made one space, then the
+    first run between control bytes (or undecodable ones), cut at `limit` characters; '' when nothing is printable."""
+    pieces = [piece.strip() for piece in _CONTROL.split(" ".join((text or "").split()))]
+    text = next((piece for piece in pieces if piece), "")
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
 
 

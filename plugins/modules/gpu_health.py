@@ -11,22 +11,33 @@ short_description: Whether a GPU node is fit to admit, from nvidia-smi and the k
 version_added: 1.1.0
 description:
   - Reads C(nvidia-smi -q -x), C(nvidia-smi nvlink -s), the kernel log since boot and, where the node has
-    NVSwitches, whether C(nvidia-fabricmanager) runs; then judges the node.
-  - "Failures: fewer GPUs than the node should have (its instance type's count, or those on the PCI bus);
-    uncorrectable ECC errors since the driver loaded; pages waiting to be retired; a pending or failed row remapping;
+    NVSwitches, whether C(nvidia-fabricmanager) runs; then judges the node. Each command has a time limit
+    (I(smi_timeout), I(command_timeout)); one that does not answer fails the node with one line naming it and the
+    seconds waited, and the module comes back even when the command cannot be killed (a process stuck in the driver).
+  - "Failures: fewer GPUs than the node should have (its instance type's count, else what its last converge recorded,
+    or those on the PCI bus); uncorrectable ECC errors since the driver loaded (every SRAM and DRAM count of every
+    driver's layout: parity and SEC-DED SRAM errors from about R550, SRAM and DRAM from R450, double-bit before);
+    SRAM errors past the driver's threshold, unrepairable memory or a pending channel or TPC repair; the driver's own
+    verdict (C(reset_required) or C(drain_and_reset_recommended) Yes, a C(gpu_recovery_action) other than None), with
+    its action; pages waiting to be retired; a pending or failed row remapping;
     clocks held down by a hardware slowdown, thermal or power brake; under load (an idle link trains down, so it is
     not judged at idle), a PCIe link narrower than the node's identical GPUs, or of a lower generation than both
-    the card and the host's port offer; an NVLink link down; NVSwitches without Fabric Manager, or a fabric not
+    the card and the host's port offer; an NVLink link down (every link, on two or more GPUs of an SXM part or with
+    I(expect_nvlink)); NVSwitches without Fabric Manager, or a fabric not
     ready; a driver older than the CUDA needs; XID errors of the GPU or driver (48, 63, 64, 74, 79, 92, 94, 95, ...)
-    in the kernel log since boot."
+    in the kernel log since boot, read in every case (also where no GPU answers); an answer that is not nvidia-smi's
+    XML (garbage, cut short), with its first printable part."
   - "Warnings (the node stays admitted): the application's XID errors (13, 31, 43, 45, 68, ...), an XID not in
     tfprov's catalog, uncorrectable ECC errors in the GPU's past only, the driver's thermal slowdown, persistence
-    mode off, a PCIe link below the card's own maximum only (clouds wire some cards at x8)."
+    mode off, a PCIe link below the card's own maximum only (clouds wire some cards at x8), a kernel log that could
+    not be read."
   - Each problem comes with NVIDIA's recommended action (reset the GPU, reboot, replace the node).
-  - A node without NVIDIA GPUs (none on the PCI bus, none expected) is healthy, and the result says so.
+  - A node without NVIDIA GPUs (none on the PCI bus, none expected, no XID in its kernel log) is healthy, and the
+    result says so.
+  - Where it cannot judge (an error of its own), the node fails with one line saying so, rather than a traceback.
   - Changes nothing; safe in check mode.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 extends_documentation_fragment:
   - tfprov.gpu.read_only
 options:
@@ -34,7 +45,15 @@ options:
     description:
       - How many GPUs the node should have (the inventory's C(tfprov_gpu_count), from the instance type's row of
         the compatibility matrix). Those on the PCI bus count too; the larger number is expected.
+      - Not given, the count the node's last converge recorded (I(converge_record)) is expected.
     type: int
+  converge_record:
+    description:
+      - "The node's converge record (M(tfprov.gpu.converge_record), C(state=record)): where no I(expected_gpu_count)
+        is given, the GPUs it recorded (its C(nvidia_gpu) fact's count) are expected, so a node that had GPUs and
+        now shows none fails. Missing or unreadable, the PCI bus alone says."
+    type: path
+    default: /var/lib/tfprov/converge/node.json
   min_driver:
     description: The lowest driver version the resolved stack's CUDA runs on.
     type: str
@@ -44,9 +63,27 @@ options:
   expect_nvlink:
     description:
       - Every NVLink link of every GPU must be up (an SXM board). Otherwise only a partly-down set of links fails,
-        since a card without an NVLink bridge lists all its links inactive.
+        since a card without an NVLink bridge lists all its links inactive (see also I(nvlink_gpu_names)).
     type: bool
     default: false
+  nvlink_gpu_names:
+    description:
+      - GPU names (as nvidia-smi prints them) of SXM parts, whose boards join them by NVLink. Where the node has two
+        or more GPUs of one of these names, every link of each must be up, as with I(expect_nvlink). The gate passes
+        the compatibility matrix's C(nvlink_names).
+    type: list
+    elements: str
+    default: []
+  smi_timeout:
+    description:
+      - Seconds each C(nvidia-smi) command may take. One that does not answer fails the node (a driver or GPU that
+        hangs); it gets 5 more seconds to die after being stopped, and is left behind if it cannot.
+    type: int
+    default: 60
+  command_timeout:
+    description: Seconds each other command may take (C(journalctl), C(dmesg), C(systemctl)).
+    type: int
+    default: 20
   nvidia_smi:
     description: The nvidia-smi program; looked up on PATH (and C(/usr/bin)) when not given.
     type: path
@@ -109,6 +146,11 @@ expected_gpu_count:
   description: GPUs the node should have (the larger of the expected count and those on the PCI bus).
   returned: always
   type: int
+expected_from:
+  description: Where the expected count comes from, or null when none is expected.
+  returned: always
+  type: str
+  sample: its last converge
 driver_version:
   description: The loaded driver, or null.
   returned: always
@@ -129,8 +171,8 @@ problems:
   elements: dict
   contains:
     severity: {description: C(fail) or C(warn)., type: str}
-    check: {description: "C(count), C(driver), C(ecc), C(retired_pages), C(remapped_rows), C(clocks),
-      C(persistence), C(pcie), C(nvlink), C(fabric), C(xid).", type: str}
+    check: {description: "C(count), C(driver), C(ecc), C(recovery), C(retired_pages), C(remapped_rows), C(clocks),
+      C(persistence), C(pcie), C(nvlink), C(fabric), C(xid), C(gate) (it could not judge).", type: str}
     gpu: {description: "The GPU's index, or null for the node.", type: int}
     message: {description: What is wrong., type: str}
     action: {description: NVIDIA's recommended action., type: str}
@@ -140,7 +182,7 @@ lines:
   type: list
   elements: str
 notes:
-  description: What was not judged, and why (an idle PCIe link, an unreadable kernel log, no GPU).
+  description: What was not judged, and why (an idle PCIe link, no GPU).
   returned: always
   type: list
   elements: str

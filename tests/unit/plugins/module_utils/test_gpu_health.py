@@ -12,6 +12,7 @@ from ansible_collections.tfprov.gpu.plugins.module_utils.gpu_health import (
     parse_nvlink_status,
     parse_smi_xml,
     parse_xids,
+    printable,
     verdict_lines,
 )
 
@@ -26,6 +27,7 @@ RECORDED = {  # file: (GPUs, name of the first, driver)
     "grid-p4-1q.vgpu-513.xml": (1, "GRID P4-1Q", "513.46"),
     "v100s-pcie.8gpu-460.xml": (8, "Tesla V100S-PCIE-32GB", "460.73.01"),
     "rtx-3090.590.xml": (1, "NVIDIA GeForce RTX 3090", "590.44.01"),
+    "rtx-3060.570.xml": (1, "NVIDIA GeForce RTX 3060", "570.124.04"),
     "h100-80gb-hbm3.580-lent.idle.xml": (1, "NVIDIA H100 80GB HBM3", "580.159.04"),
     "h100-80gb-hbm3.580-lent.loaded.xml": (1, "NVIDIA H100 80GB HBM3", "580.159.04"),
     "h200.580-lent.idle.xml": (1, "NVIDIA H200", "580.159.04"),
@@ -291,3 +293,146 @@ def test_a_recorded_v100_sxm2_node_with_links_down_fails_those_gpus_only():
 def test_a_recorded_h100_lists_eighteen_links_up():
     links = parse_nvlink_status((FIXTURES / "h100-80gb-hbm3.590.nvlink-s.txt").read_text())
     assert list(links) == [0] and len(links[0]) == 18 and set(links[0].values()) == {"up"}
+
+
+
+# Issue 52: what the gate missed on newer drivers' answers. Each fault is written into a real recorded answer of the
+# layout it belongs to (the files stay as recorded): R535's SRAM/DRAM counts (the A100), R570's split SRAM counts and
+# retired reset_status (the RTX 3060's), R580's (the lent H100's: no reset_status, gpu_recovery_action).
+LAYOUTS = {"535": "a100-sxm4-80gb.535.xml", "570": "rtx-3060.570.xml", "580": "h100-80gb-hbm3.580-lent.idle.xml"}
+
+
+@pytest.mark.parametrize(("layout", "tag"), [
+    ("580", "sram_uncorrectable_parity"), ("580", "sram_uncorrectable_secded"), ("580", "dram_uncorrectable"),
+    ("570", "sram_uncorrectable_parity"), ("570", "sram_uncorrectable_secded"),
+    ("535", "sram_uncorrectable"), ("535", "dram_uncorrectable"),
+])
+def test_two_uncorrectable_errors_in_any_field_of_any_layout_fail(layout, tag):
+    root = tree(LAYOUTS[layout])
+    put(root.find("gpu"), f"ecc_errors/volatile/{tag}", "2")
+    [line] = fails(evaluate(answer(root)))
+    assert "2 uncorrectable ECC error(s) since the driver loaded: reset the GPU" in line
+
+
+def test_parity_and_secded_and_dram_errors_add_up():
+    root = tree(LAYOUTS["580"])
+    for tag, count in (("sram_uncorrectable_parity", "1"), ("sram_uncorrectable_secded", "2"),
+                       ("dram_uncorrectable", "3")):
+        put(root.find("gpu"), f"ecc_errors/volatile/{tag}", count)
+    assert answer(root)["gpus"][0]["ecc_uncorrectable_volatile"] == 6
+
+
+def test_split_sram_errors_only_in_the_past_warn():
+    root = tree(LAYOUTS["580"])
+    put(root.find("gpu"), "ecc_errors/aggregate/sram_uncorrectable_secded", "4")
+    problems = evaluate(answer(root))
+    assert fails(problems) == [] and [p["check"] for p in problems if p["severity"] == "warn"] == ["ecc"]
+
+
+def test_a_double_bit_block_without_its_total_counts_its_units():
+    # Some drivers leave the total N/A and count per unit (device memory, register file, L1, L2, ...).
+    root = tree("grid-p4-1q.vgpu-513.xml")
+    put(root.find("gpu"), "ecc_errors/volatile/double_bit/device_memory", "1")
+    put(root.find("gpu"), "ecc_errors/volatile/double_bit/l2_cache", "1")
+    [line] = fails(evaluate(answer(root)))
+    assert "2 uncorrectable ECC error(s) since the driver loaded" in line
+
+
+def test_sram_errors_past_the_drivers_threshold_fail_with_replace():
+    root = tree(LAYOUTS["580"])
+    put(root.find("gpu"), "ecc_errors/aggregate/sram_threshold_exceeded", "Yes")
+    [line] = fails(evaluate(answer(root)))
+    assert "sram_threshold_exceeded: Yes" in line and "take the node out of service and replace it" in line
+
+
+def test_reset_required_of_a_535_driver_fails():
+    root = tree(LAYOUTS["535"])  # records <gpu_reset_status><reset_required>No</reset_required>
+    assert answer(root)["gpus"][0]["reset_required"] is False
+    put(root.find("gpu"), "gpu_reset_status/reset_required", "Yes")
+    assert fails(evaluate(answer(root))) == [
+        "FAIL: GPU 0 (00000000:01:00.0): the driver says the GPU needs a reset (reset_required: Yes): reset the GPU "
+        "(nvidia-smi -r, no process on it) or reboot the node"]
+
+
+def test_drain_and_reset_recommended_fails():
+    root = tree(LAYOUTS["535"])
+    put(root.find("gpu"), "gpu_reset_status/drain_and_reset_recommended", "Yes")
+    [line] = fails(evaluate(answer(root)))
+    assert "(drain_and_reset_recommended: Yes): drain the node" in line
+
+
+def test_a_570_drivers_deprecated_reset_status_and_no_recovery_action_pass():
+    # R570 answers reset_required with "Requested functionality has been deprecated": not a Yes.
+    gpu = parse_smi_xml((FIXTURES / LAYOUTS["570"]).read_text())["gpus"][0]
+    assert (gpu["reset_required"], gpu["drain_and_reset_recommended"], gpu["recovery_action"]) == (None, None, "None")
+    assert fails(evaluate({"gpus": [gpu]})) == []
+
+
+@pytest.mark.parametrize(("layout", "action", "todo"), [
+    ("580", "Reset", "reset the GPU (nvidia-smi -r"), ("580", "GPU Reset", "reset the GPU (nvidia-smi -r"),
+    ("580", "Reboot", "reboot the node (a GPU reset is not enough)"),
+    ("570", "Node Reboot", "reboot the node (a GPU reset is not enough)"),
+    ("580", "Drain P2P", "drain the node's peer-to-peer work"),
+    ("570", "Drain and Reset", "drain the node (let its jobs end, start none), then reset the GPU"),
+    ("580", "Something New", "do what the driver asks (Something New)"),
+])
+def test_a_recovery_action_other_than_none_fails_with_the_drivers_action(layout, action, todo):
+    root = tree(LAYOUTS[layout])
+    put(root.find("gpu"), "gpu_recovery_action", action)
+    [line] = fails(evaluate(answer(root)))
+    assert f'the driver asks for "{action}" (gpu_recovery_action): {todo}' in line
+
+
+def test_a_node_that_had_a_gpu_and_shows_none_fails_against_its_last_converge():
+    smi = {"gpus": [], "driver_version": None, "cuda_version": None}
+    assert fails(evaluate(smi, expected_gpu_count=1, pci_gpu_count=0, expected_from="its last converge")) == [
+        "FAIL: expected 1 GPU, found none (its last converge had 1): look for XID 79 or a GPU off the bus in the "
+        "kernel log; reboot the node; if one stays missing, take the node out of service and replace it (report the "
+        "GPU to the provider)"]
+    assert "expected 8 GPUs, found none (its instance type has 8)" in fails(evaluate(smi, expected_gpu_count=8))[0]
+
+
+def eighteen_down(count):
+    return "".join(f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i})\n"
+                   + "".join(f"\t Link {n}: <inactive>\n" for n in range(18)) for i in range(count))
+
+
+def h100s(count):
+    [gpu] = parse_smi_xml((FIXTURES / LAYOUTS["580"]).read_text())["gpus"]
+    return {"driver_version": "580.159.04", "cuda_version": "13.0",
+            "gpus": [dict(gpu, index=i, bus_id=f"00000000:{i + 0x18:02X}:00.0") for i in range(count)]}
+
+
+def test_an_sxm_board_with_every_link_down_fails_when_the_matrix_names_the_part():
+    names = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+    links = parse_nvlink_status(eighteen_down(2))
+    assert fails(evaluate(h100s(2), nvlink=links)) == []  # the old verdict: no inventory flag, no failure
+    failed = fails(evaluate(h100s(2), nvlink=links, nvlink_names=names))
+    assert len(failed) == 2 and "NVLink link(s) 0, 1, 2" in failed[0] and "(0 of 18 up)" in failed[0]
+
+
+def test_one_sxm_gpu_alone_or_a_part_the_matrix_does_not_name_passes():
+    # A single SXM GPU in a VM has no peer to link to; a PCIe card lists its links inactive.
+    names = ["NVIDIA H100 80GB HBM3"]
+    assert fails(evaluate(h100s(1), nvlink=parse_nvlink_status(eighteen_down(1)), nvlink_names=names)) == []
+    assert fails(evaluate(h100s(2), nvlink=parse_nvlink_status(eighteen_down(2)), nvlink_names=["NVIDIA H200"])) == []
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("\x1b[31mgarbage\x00\x01\x02 more", '"[31mgarbage"'),
+    ("segfault at 0 ip 00007f\x00\x00\x00", '"segfault at 0 ip 00007f"'),
+    ((FIXTURES / "tesla-t4.aws-515.xml").read_text()[:700], '"<?xml version="1.0" ?> <!DOCTYPE nvidia_smi_log'),
+    ("\ufffd\ufffdPK\x03\x04", '"PK"'),
+    ("\x00\x01\x02", "nothing printable"),
+])
+def test_a_malformed_answer_is_refused_with_its_first_printable_part_only(text, shown):
+    with pytest.raises(HealthInputError) as refused:
+        parse_smi_xml(text)
+    message = str(refused.value)
+    assert message.startswith("nvidia-smi -q -x answered something that is not its XML (") and shown in message
+    assert printable(message, 1000) == message and len(message) < 260
+
+
+def test_printable_makes_whitespace_one_space_and_stops_at_a_control_byte():
+    assert printable("  a\tb\n c \x07 d") == "a b c" and printable("\x1b\x07 \x00x") == "x"
+    assert printable("x" * 200, 20) == "x" * 17 + "..."
