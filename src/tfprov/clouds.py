@@ -19,9 +19,10 @@ from rich.table import Table
 from . import cloud_inventory, cost
 from . import plan as plan_mod
 from .errors import EXIT_OK, RunFailed, TfprovError
+from .execute import run_plan
 from .progress import Progress
 from .project import ensure_collection_link, project_root
-from .runner import RunOptions, run_plan
+from .runner import RunOptions
 
 PROVIDERS = ("aws", "gcp")
 PLANS = {"up": "nodes_up", "down": "nodes_down"}

@@ -1,14 +1,13 @@
-"""The distributed TensorFlow cluster a run left behind, read from its report: every task's outcome (a table, and
-the last log lines of a failed one), and the built-in distributed check (a table, a PNG and dist_check.json)."""
+"""The view `cluster`: the distributed TensorFlow cluster a run left behind, read from its report: every task's
+outcome (and the last log lines of a failed one), and the built-in distributed check (its summary, a PNG when
+matplotlib is there, dist_check.json)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from .bench import pyplot
 
 TYPE_ORDER = ("chief", "worker", "ps", "evaluator")
 REPORT_PREFIX = '{"tfprov_dist_check"'
@@ -46,12 +45,6 @@ def state_text(row: dict) -> tuple[str, str]:
     return (f"{state} ({result})" if failed(row) and result and result != "success" else state), verdict
 
 
-def _state(row: dict) -> str:
-    text, verdict = state_text(row)
-    style = {"good": "green", "bad": "red", "warn": "yellow"}.get(verdict)
-    return f"[{style}]{escape(text)}[/{style}]" if style else escape(text)
-
-
 def exit_text(row: dict) -> str:
     if row.get("signal"):
         return f"signal {row['signal']}"
@@ -66,20 +59,6 @@ def last_line(row: dict) -> str:
 
 def runs_text(row: dict) -> str:
     return f"job {row.get('job') or ''}".strip() if row["kind"] == "job" else "tf.distribute.Server"
-
-
-def task_table(rows: list[dict]) -> Table:
-    out = Table(title="distributed job: every task of the cluster", title_justify="left")
-    for column in ("task", "host", "runs", "result", "exit", "seconds", "restarts", "last log line"):
-        # The last log line whole, folded over as many lines as it needs: a printed digest must stay readable.
-        out.add_column(column, justify="right" if column in ("seconds", "restarts") else "left",
-                       overflow="fold" if column == "last log line" else "ellipsis")
-    for row in rows:
-        runs = runs_text(row)
-        seconds = f"{row['seconds']:.1f}" if isinstance(row.get("seconds"), int | float) else "-"
-        out.add_row(escape(str(row.get("task", "?"))), row["host"], escape(runs), _state(row), exit_text(row), seconds,
-                    str(row.get("restarts", "-")), escape(last_line(row)))
-    return out
 
 
 def failure_lines(rows: list[dict], limit: int = FAILED_LOG_LINES) -> list[str]:
@@ -116,68 +95,12 @@ def summary(reports: dict[str, dict]) -> dict:
     return {"from_task": task, "ok": ok, "check": chosen, "problems": problems}
 
 
-def _yes(value) -> str:
-    if value is None:
-        return "-"
-    return "[green]yes[/green]" if value else "[red]no[/red]"
-
-
-def _number(value, fmt: str = "{:.1f}") -> str:
-    return fmt.format(value) if isinstance(value, int | float) else "-"
-
-
-def _bandwidth(allreduce: dict | None) -> str:
-    """The timed all-reduce: GB/s as nccl-tests count them, and against the link's figure when there is one."""
-    if not allreduce:
-        return "-"
-    said = f"{allreduce['busbw_gbps']:.3f} GB/s ({allreduce['megabytes']:g} MB, median of {allreduce['reps']})"
-    if allreduce.get("percent_of_expected") is None:
-        return said + ", no link figure to compare with (dist_tf_cluster_check_link_gbit)"
-    style = "red" if allreduce.get("problem") else "green"
-    return (f"{said}, [{style}]{allreduce['percent_of_expected']:g} %[/{style}] of the "
-            f"{allreduce['link_gbit']:g} Gbit/s link ({allreduce['expected_busbw_gbps']:.3f} GB/s; fails below "
-            f"{100 * allreduce['min_fraction']:g} %)")
-
-
-def check_table(found: dict) -> Table:
-    check = found["check"]
-    verdict = "[green]ok[/green]" if found["ok"] else "[red]failed[/red]"
-    out = Table(title=f"distributed check: {verdict} (the report of {found['from_task']})", title_justify="left")
-    out.add_column("check")
-    out.add_column("result")
-    identical = check.get("weights_identical")
-    per_worker = check.get("examples_per_s") or {}
-    loss_style = "green" if check.get("loss_decreased") else "red"
-    participants = ", ".join(check.get("participants") or [])
-    rows = [
-        ("strategy", escape(str(check.get("strategy", "?")))),
-        ("workers", str(check.get("workers", "- (the check ended before it counted them)"))),
-        ("steps", f"{check.get('steps', '?')} (batch {check.get('batch_per_worker', '?')} per worker)"),
-        ("loss first -> last", f"[{loss_style}]{_number(check.get('loss_first'), '{:.4f}')} -> "
-                               f"{_number(check.get('loss_last'), '{:.4f}')}[/{loss_style}]"),
-        ("every task took part", f"{_yes(check.get('all_took_part'))} ({escape(participants)})"),
-        ("identical weights", _yes(identical) if identical is not None else "- (the parameter servers hold them)"),
-        ("examples/s per worker", ", ".join(f"{t} {_number(v)}" for t, v in sorted(
-            per_worker.items(), key=lambda item: task_key(item[0]))) or "-"),
-        ("cluster examples/s", _number(check.get("cluster_examples_per_s"))),
-        ("single-worker examples/s", _number(check.get("single_worker_examples_per_s"))),
-        ("scaling efficiency", _number(check.get("scaling_efficiency"), "{:.0%}")),
-        ("all-reduce bus bandwidth", _bandwidth(check.get("allreduce"))),
-    ]
-    for name, value in rows:
-        out.add_row(name, value)
-    for problem in found["problems"] or ["none"]:
-        out.add_row("problems", escape(problem) if problem == "none" else f"[red]{escape(problem)}[/red]")
-    return out
-
-
-def plot(found: dict, path: Path) -> Path:
+def plot(found: dict, path: Path) -> Path | None:
     """Examples/s of each worker and of the cluster, beside the ideal: each worker as fast as one alone, the
-    cluster as fast as all of them together (workers x single-worker)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    cluster as fast as all of them together (workers x single-worker). None where matplotlib is not installed."""
+    plt = pyplot()
+    if plt is None:
+        return None
 
     check = found["check"]
     single = check.get("single_worker_examples_per_s") or 0.0
@@ -214,21 +137,3 @@ def write_json(rows: list[dict], found: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return path
-
-
-def show(report: dict, directory: Path, out: Console) -> None:
-    """What cmd_run prints after its other tables; nothing when the run started no distributed task."""
-    rows = tasks(report)
-    if not rows:
-        return
-    out.print(task_table(rows))
-    for line in failure_lines(rows):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
-    reports = check_reports(rows)
-    if not reports:
-        return
-    found = summary(reports)
-    out.print(check_table(found))
-    png = plot(found, directory / "dist_check.png")
-    path = write_json(rows, found, directory / "dist_check.json")
-    out.print(f"distributed check: {path} and {png}", highlight=False)

@@ -1,6 +1,7 @@
-"""`tfprov fleet status`: per host, what is installed (read from the nodes by the read-only plan `status`), the last
-run that could have changed it, that run's result there, the last bench figure and, where the idle report recorded
-it, how long the node has been idle; the last three come from the run reports (.tfprov/runs/*/report.json).
+"""The view `status`: per host, what is installed (read by the plan `status`), the last run that could have changed
+it and that run's result there, the last bench figure, how long the node has been idle, its uptime and cost so far;
+the last ones from the run reports (.tfprov/runs/*/report.json), and their JSON (run_dir/fleet/status.json). The
+command is commands/fleet_status.py.
 
 Read-only runs (the plans status and drift, and any --check run) are not "the last run": they changed nothing.
 """
@@ -11,22 +12,12 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from . import cost, rundirs
-from . import plan as plan_mod
-from .cost import money
-from .fleet_drift import show_problems
-from .options import DEFAULT_INVENTORY, positive
 from .prices import PriceBook
-from .progress import Progress
-from .project import project_root
-from .runner import RunOptions, run_plan
 
-PLAN = "status"
 READ_ONLY_PLANS = ("status", "drift")
+
+
 def load_reports(base: Path, exclude: Path | None = None) -> list[dict]:
     """Every readable report.json under the runs directory, newest first (by its start, else the directory's name)."""
     return [report for directory, report in rundirs.reports(base) if directory != exclude]
@@ -117,16 +108,6 @@ def uptime(row: dict) -> str:
     return f"{seconds / 60:.0f} min" if hours < 2 else f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} d"
 
 
-def cost_cell(row: dict) -> str:
-    if not row.get("type"):
-        return "-"
-    if row.get("hourly") is None:
-        return f"unknown ({escape(str(row.get('type')))})"
-    so_far = money(row["cost_so_far"]) if row.get("cost_so_far") is not None else "?"
-    spot = " spot" if row.get("market") == "spot" else ""
-    return f"{so_far} ({money(row['hourly'])}/h {escape(str(row.get('type')))}{spot})"
-
-
 def ago(stamp: str | None, now: datetime | None = None) -> str:
     if not stamp:
         return "?"
@@ -140,66 +121,7 @@ def ago(stamp: str | None, now: datetime | None = None) -> str:
     return f"{minutes // 60} h ago" if minutes < 48 * 60 else f"{minutes // 1440} d ago"
 
 
-def _version(installed: dict | None, part: str) -> str:
-    value = ((installed or {}).get(part) or {}).get("version")
-    if part == "tensorflow" and value:
-        variant = installed["tensorflow"].get("variant")
-        return f"{value} {variant}" if variant else value
-    return value or "-"
-
-
-def table(found: list[dict], now: datetime | None = None) -> Table:
-    out = Table(title=f"tfprov fleet status: {len(found)} host{'s' if len(found) != 1 else ''}", title_justify="left")
-    for column in ("host", "TensorFlow", "Python", "CUDA", "cuDNN", "driver", "last run", "last bench", "idle",
-                   "up for", "cost so far"):
-        out.add_column(column)
-    style = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "red", "not reached": "yellow"}
-    for row in found:
-        run = row["last_run"]
-        run_text = "-"
-        if run:
-            status = run.get("host_status") or "?"
-            run_text = (f"{escape(str(run['plan']))} [{style.get(status, '')}]{status}[/{style.get(status, '')}] "
-                        f"({ago(run['started'], now)})")
-        bench = row["last_bench"]
-        bench_text = (f"{bench['gflops']:.1f} GFLOP/s {escape(str(bench['device']))} {bench['dtype']} N={bench['n']} "
-                      f"({ago(bench['started'], now)})") if bench else "-"
-        idle = f"{row['idle']['minutes']:g} min" if row["idle"] else "-"
-        installed = row["installed"]
-        if not row["reachable"] or installed is None:
-            cells = ["[red]unreachable[/red]" if not row["reachable"] else "?"] + ["-"] * 4
-        else:
-            cells = [_version(installed, "tensorflow"), installed.get("python") or "-",
-                     *(_version(installed, part) for part in ("cuda", "cudnn", "driver"))]
-        out.add_row(row["host"], *cells, run_text, bench_text, idle, uptime(row), cost_cell(row))
-    return out
-
-
 def write_json(found: list[dict], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"hosts": {row["host"]: row for row in found}}, indent=2) + "\n", encoding="utf-8")
     return path
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("-i", "--inventory", default=DEFAULT_INVENTORY,
-                        help=f"inventory file or directory, or 'host1,host2,' (default {DEFAULT_INVENTORY})")
-    parser.add_argument("-l", "--limit", help="limit to hosts or groups (Ansible pattern)")
-    parser.add_argument("-f", "--forks", type=positive, help="hosts worked on in parallel")
-
-
-def run(args, out: Console) -> int:
-    root = project_root()
-    plan = plan_mod.resolve(PLAN, root)
-    # Check mode as well as a read-only playbook: status can never change a node.
-    options = RunOptions(inventory=args.inventory, limit=args.limit, check=True, forks=args.forks,
-                         keep_runs=getattr(args, "keep_runs", None), command=getattr(args, "argv", None))
-    # Read the history first: this run's own rotation (--keep-runs) may remove the oldest run directories.
-    history = load_reports(rundirs.runs_dir(root))
-    report, run_dir = run_plan(plan, root, options, Progress())
-    found = rows(report, history)
-    if found:
-        out.print(table(found))
-    show_problems(report, out)
-    out.print(f"status: {write_json(found, run_dir / 'fleet' / 'status.json')}", highlight=False)
-    return report["rc"]

@@ -30,12 +30,13 @@ from rich.console import Console
 from . import plan as plan_mod
 from . import rundirs
 from .errors import EXIT_INTERRUPTED, EXIT_OK, RunFailed, TfprovError
+from .execute import run_plan
 from .job_nodes import JobNodes, nodes_for
 from .job_spec import load as load_spec
 from .options import check_job_script, count
 from .progress import Progress
 from .project import project_root
-from .runner import RunOptions, run_plan
+from .runner import RunOptions
 
 JOBS = "jobs"  # beside the run directories (rundirs.runs_dir), which rotation and the index leave alone
 WATCH_SECONDS = 2.0

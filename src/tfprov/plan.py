@@ -1,4 +1,5 @@
-"""Named plans (plans.yml) resolved to playbooks of the checkout, and their description."""
+"""Named plans (plans.yml) resolved to playbooks of the checkout, their description, and the views their results
+show."""
 
 from __future__ import annotations
 
@@ -14,6 +15,18 @@ from .errors import TfprovError
 # libyaml's loader where PyYAML has it: every run reads its playbooks here before Ansible starts, and the pure-Python
 # loader took 90 ms of that for gpu_node.yml's imports.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The views a plan's results may show (plans.yml's views), each a report read into rows (bench.py, gate.py, ...) and
+# drawn by the renderers (terminal.py, report_page.py):
+VIEWS = {
+    "converge": "the nodes whose install was skipped because their last converge stands (--full runs it all)",
+    "bench": "the matmul bench: a table, one JSON per node, a plot",
+    "check": "the quick GPU check: one matmul per device",
+    "gate": "the admission gate's verdicts (--level sets its depth)",
+    "serving": "TF Serving's models, versions and latencies",
+    "notebook": "the notebook service: the SSH tunnel to reach it",
+    "cluster": "the distributed job's tasks and the distributed check",
+    "idle": "the nodes running idle",
+}
 
 
 def load_yaml(text: str):
@@ -37,6 +50,9 @@ class Plan:
     # How many of its first plays only check and resolve (plans.yml's checks_first): a run that fails there,
     # with no host changed, was refused before any change (exit 2), not a host failing (exit 4).
     checks_first: int = 0
+    # The views its results show (plans.yml's views; plan.VIEWS): what `tfprov run` prints after its summary, and
+    # which of the run's flags apply (--level: gate; --full: converge).
+    views: tuple[str, ...] = ()
 
     def missing(self) -> list[Step]:
         return [s for s in self.steps if not s.exists]
@@ -62,8 +78,12 @@ def resolve(name: str, root: Path, plans: dict[str, dict] | None = None) -> Plan
         raise TfprovError(f"unknown plan '{name}'; known plans: {', '.join(sorted(plans))}")
     spec = plans[name]
     steps = tuple(Step(root / "playbooks" / p) for p in spec["steps"])
+    views = tuple(spec.get("views") or ())
+    unknown = [view for view in views if view not in VIEWS]
+    if unknown:
+        raise TfprovError(f"plan '{name}' names an unknown view {unknown[0]!r}; views: {', '.join(VIEWS)}")
     return Plan(name=name, description=spec["description"], steps=steps,
-                checks_first=int(spec.get("checks_first", 0)))
+                checks_first=int(spec.get("checks_first", 0)), views=views)
 
 
 _ROLE_TASKS = ("ansible.builtin.include_role", "include_role", "ansible.builtin.import_role", "import_role")

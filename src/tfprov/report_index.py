@@ -1,18 +1,15 @@
-"""The runs folder's index.html (every run, newest first: plan, result, duration, its page) and `tfprov report`,
-which finds a run's page (writing it from report.json for runs made before pages existed)."""
+"""The runs folder's index.html (every run, newest first: plan, result, duration, its page), a run's page found (and
+written from report.json for runs made before pages existed), and both written at the end of a run (write_pages)."""
 
 from __future__ import annotations
 
 import json
-import webbrowser
+import sys
 from html import escape
 from pathlib import Path
 
-from rich.console import Console
-
 from . import report_page, rundirs
 from .errors import TfprovError
-from .project import project_root
 
 INDEX = "index.html"
 
@@ -76,11 +73,12 @@ def page(run_dir: Path) -> Path:
     return path
 
 
-def run(args, out: Console) -> int:
-    base = rundirs.runs_dir(project_root())
-    path = page(find(args.run, base))
-    write_index(base)
-    print(path)
-    if args.open and not webbrowser.open(path.as_uri()):
-        raise TfprovError(f"no browser found to open {path}: open it from your desktop, or copy the file")
-    return 0
+
+def write_pages(report: dict, run_dir: Path) -> None:
+    """report.html and the runs' index.html. A bug in a page must not cost the run its end: report.json is
+    written already, and `tfprov report` can write the page again once the bug is fixed."""
+    try:
+        report_page.write(report, run_dir)
+        write_index(run_dir.parent)
+    except Exception as exc:  # noqa: BLE001 - any failure here is reported in one line, never raised
+        print(f"tfprov: warning: the run's page was not written: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ import re
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -148,15 +148,21 @@ def outcome(hosts: dict, *, interrupted: bool, ansible_failed: bool, no_hosts: b
     return "successful", EXIT_OK
 
 
-def run_plan(plan: Plan, root: Path, options: RunOptions, progress: Progress) -> tuple[dict, Path]:
-    """Run every step in order, stopping at the first that fails or finds no host. Returns (report, run_dir)."""
+def run_plan(plan: Plan, root: Path, options: RunOptions, progress: Progress,
+             after: Callable[[dict, Path], None] | None = None) -> tuple[dict, Path]:
+    """Run every step in order, stopping at the first that fails or finds no host. Returns (report, run_dir).
+    after(report, run_dir): called once report.json is written, while the run directory is still in use (the
+    commands write the run's page there: execute.run_plan)."""
     plan.check()
     inventory = check_inventory(options.inventory, root)
     keep = rundirs.keep_runs(options.keep_runs)
     run_dir = new_run_dir(root, plan.name)
     with rundirs.in_use(run_dir):
         rundirs.rotate(run_dir.parent, keep, current=run_dir)
-        return _run_steps(plan, root, options, progress, inventory, run_dir)
+        report, run_dir = _run_steps(plan, root, options, progress, inventory, run_dir)
+        if after is not None:
+            after(report, run_dir)
+        return report, run_dir
 
 
 def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, inventory: str,
@@ -231,17 +237,5 @@ def _run_steps(plan: Plan, root: Path, options: RunOptions, progress: Progress, 
                                              ansible_failed=ansible_failed, no_hosts=no_hosts,
                                              refused=0 < len(result["plays"]) <= plan.checks_first)
     report_mod.write(result, run_dir / "report.json")
-    write_pages(result, run_dir)
     return result, run_dir
 
-
-def write_pages(report: dict, run_dir: Path) -> None:
-    """report.html and the runs' index.html. A bug in a page must not cost the run its end: report.json is
-    written already, and `tfprov report` can write the page again once the bug is fixed."""
-    from . import report_index, report_page  # they read the report with fleet.py's helpers, which import this module
-
-    try:
-        report_page.write(report, run_dir)
-        report_index.write_index(run_dir.parent)
-    except Exception as exc:  # noqa: BLE001 - any failure here is reported in one line, never raised
-        print(f"tfprov: warning: the run's page was not written: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """The CLI's bench output: JSON per node, the table and the PNG, from a run report."""
 
 import json
+import sys
 
 from rich.console import Console
 
-from tfprov import bench
+from tfprov import bench, terminal
 
 BENCH = {
     "host": "n1",
@@ -30,7 +31,7 @@ def test_only_hosts_with_a_bench_are_results():
 
 def test_table_compares_the_cpu_with_numpy_at_every_size_and_shows_gpus_at_the_largest():
     console = Console(width=200, record=True)
-    console.print(bench.table(bench.results(REPORT)))
+    console.print(terminal.bench_table(bench.results(REPORT)))
     lines = console.export_text().splitlines()
     cpu = [line.split("│") for line in lines if "/CPU:0" in line]
     assert [[cell.strip() for cell in row[4:9]] for row in cpu] == [
@@ -53,6 +54,22 @@ def test_json_and_png_are_written(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
 
+def test_the_bench_view_names_its_json_and_its_plot(tmp_path):
+    console = Console(width=300, record=True)
+    terminal.show_bench(REPORT, tmp_path / "bench", console)
+    png = tmp_path / "bench" / "throughput.png"
+    assert f"bench: 1 JSON file(s) and {png}" in console.export_text() and png.is_file()
+
+
+def test_without_matplotlib_the_json_is_written_and_the_line_says_how_to_get_the_plot(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError, as where it is missing
+    assert bench.plot(bench.results(REPORT), tmp_path / "bench" / "throughput.png") is None
+    console = Console(width=300, record=True)
+    terminal.show_bench(REPORT, tmp_path / "bench", console)
+    assert "bench: 1 JSON file(s) (no plot: pip install 'tfprov[local]')" in console.export_text()
+    assert (tmp_path / "bench" / "n1.json").is_file() and not (tmp_path / "bench" / "throughput.png").exists()
+
+
 CHECK = {
     "host": "n1", "mode": "quick", "tensorflow": {"version": "2.21.0", "gpus_visible": 1},
     "results": [
@@ -73,7 +90,7 @@ def test_quick_checks_are_read_apart_from_benches():
 
 def test_check_table_has_a_row_per_device_and_the_problems():
     console = Console(width=240, record=True)
-    console.print(bench.check_table({"n1": CHECK}))
+    console.print(terminal.check_table({"n1": CHECK}))
     lines = console.export_text().splitlines()
     assert any("error vs NumPy (relative)" in line for line in lines)  # a relative error, not a speed ratio
     [cpu] = [[cell.strip() for cell in line.split("│")] for line in lines if "/CPU:0" in line]
@@ -86,7 +103,7 @@ def test_check_table_has_a_row_per_device_and_the_problems():
 def test_a_reused_check_says_when_it_ran():
     passed = {**CHECK, "results": CHECK["results"][:1], "problems": [], "reused_from": "2026-11-27T16:14:15Z"}
     console = Console(width=240, record=True)
-    console.print(bench.check_table({"n1": passed}))
+    console.print(terminal.check_table({"n1": passed}))
     [cpu] = [line for line in console.export_text().splitlines() if "/CPU:0" in line]
     assert "ok (checked 2026-11-27T16:14:15Z)" in cpu
     assert bench.reused_note(CHECK) == ""  # a check that ran in this run says nothing more

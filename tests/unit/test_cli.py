@@ -3,6 +3,7 @@ import json
 import pytest
 
 from tfprov import cli
+from tfprov import plan as plan_mod
 
 
 def _run(capsys, *argv):
@@ -155,7 +156,7 @@ def test_plan_serving_resolves_only_the_serving_nodes_first(capsys):
 
 def test_a_plan_whose_playbook_is_not_there_yet_is_refused_in_one_line(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("TFPROV_RUNS_DIR", str(tmp_path))
-    monkeypatch.setattr(cli.plan_mod, "load_plans", lambda: {"later": {"description": "d", "steps": ["later.yml"]}})
+    monkeypatch.setattr(plan_mod, "load_plans", lambda: {"later": {"description": "d", "steps": ["later.yml"]}})
     rc, _, err = _run(capsys, "run", "later")
     assert rc == 2
     assert err.strip() == "tfprov: error: plan 'later' needs playbooks this checkout does not have yet: later.yml"

@@ -14,6 +14,7 @@ import tiny_project
 from tiny_project import run_dirs
 
 from tfprov import cli, errors
+from tfprov import plan as plan_mod
 
 
 @pytest.fixture
@@ -160,7 +161,7 @@ def test_an_unexpected_exception_is_one_line_and_a_logged_traceback(capsys, proj
     def explode(*_args, **_kwargs):
         raise KeyError("something\nwent wrong")
 
-    monkeypatch.setattr(cli.plan_mod, "load_plans", explode)
+    monkeypatch.setattr(plan_mod, "load_plans", explode)
     rc, out, err = _run(capsys, "plan", "--list")
     assert rc == errors.EXIT_INTERNAL == 1
     _one_line(err, "tfprov: internal error: KeyError: ")
@@ -174,7 +175,7 @@ def test_interrupt_stays_130(capsys, project, monkeypatch):
     def interrupt(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli.plan_mod, "load_plans", interrupt)
+    monkeypatch.setattr(plan_mod, "load_plans", interrupt)
     rc, _, err = _run(capsys, "plan", "--list")
     assert rc == errors.EXIT_INTERRUPTED == 130
     assert err.strip() == "tfprov: interrupted"

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from test_cli_clouds import SPEC, FakeRunner, run
 
-from tfprov import clouds, cost, fleet_status, report_page
+from tfprov import clouds, cost, fleet_status, report_page, terminal
 from tfprov.cli import build_parser
 from tfprov.prices import PriceBook
 
@@ -88,8 +88,8 @@ def test_fleet_status_shows_a_cloud_nodes_uptime_and_cost_so_far():
     book = PriceBook(None, cost.load_table(cost.project_root() / "data" / "prices.yml"), offline=True)
     rows = fleet_status.rows({"hosts": {"gpu-1": host, "tfprov-local-1": local}}, [], book)
     assert rows[0]["cost_so_far"] == round(0.526 * 1.5, 4) and fleet_status.uptime(rows[0]) == "90 min"
-    assert fleet_status.cost_cell(rows[0]) == "$0.789 ($0.526/h g4dn.xlarge)"
-    assert fleet_status.uptime(rows[1]) == "-" and fleet_status.cost_cell(rows[1]) == "-"  # the host's clock
+    assert terminal.cost_cell(rows[0]) == "$0.789 ($0.526/h g4dn.xlarge)"
+    assert fleet_status.uptime(rows[1]) == "-" and terminal.cost_cell(rows[1]) == "-"  # the host's clock
 
 
 def test_the_run_page_prices_the_runs_cloud_nodes_from_the_table():

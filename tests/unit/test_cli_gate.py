@@ -6,6 +6,7 @@ import pytest
 
 from tfprov import cli
 from tfprov import plan as plan_mod
+from tfprov.commands import run as run_cmd
 from tfprov.errors import TfprovError
 from tfprov.project import project_root
 
@@ -13,17 +14,17 @@ from tfprov.project import project_root
 @pytest.mark.parametrize("name", ["gate", "node", "cluster", "fleet"])
 def test_plans_that_run_the_gate_take_a_level(name):
     plan = plan_mod.resolve(name, project_root())
-    assert cli.gate_extravars(argparse.Namespace(level="deep"), plan) == {"tfprov_gate_level": "deep"}
+    assert run_cmd.gate_extravars(argparse.Namespace(level="deep"), plan) == {"tfprov_gate_level": "deep"}
 
 
 def test_no_level_leaves_the_plans_own():
-    assert cli.gate_extravars(argparse.Namespace(level=None), plan_mod.resolve("gate", project_root())) == {}
+    assert run_cmd.gate_extravars(argparse.Namespace(level=None), plan_mod.resolve("gate", project_root())) == {}
 
 
 @pytest.mark.parametrize("name", ["bench", "preflight", "drift"])
 def test_a_level_for_a_plan_without_the_gate_is_refused_in_one_line(name):
     with pytest.raises(TfprovError, match=f"--level applies to plans that run the admission gate .*not {name}"):
-        cli.gate_extravars(argparse.Namespace(level="quick"), plan_mod.resolve(name, project_root()))
+        run_cmd.gate_extravars(argparse.Namespace(level="quick"), plan_mod.resolve(name, project_root()))
 
 
 def test_the_level_is_one_of_three(capsys):

@@ -2,10 +2,11 @@
 task's log lines, the built-in check's table, PNG and JSON."""
 
 import json
+import sys
 
 from rich.console import Console
 
-from tfprov import cluster
+from tfprov import cluster, terminal
 
 
 def _check(task, **changes):
@@ -79,7 +80,7 @@ def _text(renderable, width=240) -> list[str]:
 
 def _shown(report, tmp_path) -> str:
     console = Console(width=240, record=True)
-    cluster.show(report, tmp_path / "cluster", console)
+    terminal.show_cluster(report, tmp_path / "cluster", console)
     return console.export_text()
 
 
@@ -127,6 +128,15 @@ def test_mwms_ok_shows_every_task_and_the_check(tmp_path):
     assert f"distributed check: {tmp_path / 'cluster' / 'dist_check.json'} and {png}" in text
 
 
+def test_without_matplotlib_the_check_is_written_and_the_line_says_how_to_get_the_plot(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError, as where it is missing
+    text = _shown(MWMS_OK, tmp_path)
+    assert "distributed check: ok (the report of chief:0)" in text
+    assert (f"distributed check: {tmp_path / 'cluster' / 'dist_check.json'} (no plot: pip install 'tfprov[local]')"
+            in text)
+    assert not (tmp_path / "cluster" / "dist_check.png").exists()
+
+
 def test_ps_ok_shows_the_servers_running_and_no_weight_comparison(tmp_path):
     text = _shown(PS_OK, tmp_path)
     rows = {_cells(line)[0]: _cells(line) for line in text.splitlines() if "tfprov-local-" in line}
@@ -142,8 +152,8 @@ def test_ps_ok_shows_the_servers_running_and_no_weight_comparison(tmp_path):
 def test_a_worker_killed_by_kill_is_red_with_its_last_ten_log_lines(tmp_path):
     rows = cluster.tasks(KILLED)
     [killed] = [row for row in rows if row["task"] == "worker:1"]
-    assert "[red]failed (signal)[/red]" in cluster.task_table(rows).columns[3]._cells[2]
-    assert cluster.task_table(rows).columns[4]._cells[2] == "signal KILL"
+    assert "[red]failed (signal)[/red]" in terminal.task_table(rows).columns[3]._cells[2]
+    assert terminal.task_table(rows).columns[4]._cells[2] == "signal KILL"
     lines = cluster.failure_lines(rows)
     assert lines[0].startswith("chief:0 on tfprov-local-1 (tfprov-tf-job.service): failed, exit 3; its last 1 log")
     at = lines.index(
@@ -176,6 +186,6 @@ def test_long_log_lines_are_shown_whole_and_markup_in_them_is_not_interpreted():
     digest = "weights sha256 " + "0123456789abcdef" * 8 + " [red]x"
     row = {**_job("chief:0", log_tail=[digest])["dist_job"], "host": "n1", "kind": "job"}
     assert cluster.last_line(row) == digest
-    text = "".join(line.split("│")[-2].strip() for line in _text(cluster.task_table([row]), width=80)
+    text = "".join(line.split("│")[-2].strip() for line in _text(terminal.task_table([row]), width=80)
                    if line.startswith("│"))
     assert digest.replace(" ", "") in text.replace(" ", "")  # folded over lines, every character kept

@@ -6,7 +6,8 @@ import json
 import pytest
 from rich.console import Console
 
-from tfprov import fleet_drift
+from tfprov import fleet_drift, terminal
+from tfprov.commands import fleet_drift as drift_cmd
 
 CPU_INSTALLED = {"python": "3.11.2", "tensorflow": {"version": "2.21.0", "package": "tensorflow-cpu", "variant": "cpu"},
                  "cuda": {"version": None}, "cudnn": {"version": None}, "driver": {"version": None}}
@@ -43,14 +44,14 @@ def test_a_new_tensorflow_version_is_drift_with_old_and_new():
     assert row["state"] == "drift" and row["changed_tasks"] == 1
     tf = row["components"]["tensorflow"]
     assert (tf["installed"], tf["desired"], tf["differs"]) == ("2.21.0", "2.20.0", True)
-    assert fleet_drift.cell(tf) == "[yellow]2.21.0 -> 2.20.0[/yellow]"
+    assert terminal.drift_cell(tf) == "[yellow]2.21.0 -> 2.20.0[/yellow]"
 
 
 def test_gpu_node_compares_release_prefixes_and_the_driver_branch():
     comps = fleet_drift.components(GPU_INSTALLED, GPU_DESIRED)
     assert not comps["cuda"]["differs"] and not comps["cudnn"]["differs"]  # 12.5.82 is CUDA 12.5
     assert comps["tensorflow"]["differs"] and comps["driver"]["differs"]
-    assert fleet_drift.cell(comps["driver"]) == "[yellow]535.183.01 -> branch 580[/yellow]"
+    assert terminal.drift_cell(comps["driver"]) == "[yellow]535.183.01 -> branch 580[/yellow]"
     adopt = fleet_drift.components(GPU_INSTALLED, {**GPU_DESIRED, "driver_action": "adopt"})
     assert not adopt["driver"]["differs"]
     newer_cuda = fleet_drift.components(GPU_INSTALLED, {**GPU_DESIRED, "cuda": "12.8", "cudnn_full": "9.8.0.87"})
@@ -60,7 +61,7 @@ def test_gpu_node_compares_release_prefixes_and_the_driver_branch():
 def test_variant_change_alone_is_drift():
     comps = fleet_drift.components(CPU_INSTALLED, {**CPU_DESIRED, "variant": "gpu"})
     assert comps["tensorflow"]["differs"]
-    assert fleet_drift.cell(comps["tensorflow"]) == "[yellow]2.21.0 cpu -> 2.21.0 gpu[/yellow]"
+    assert terminal.drift_cell(comps["tensorflow"]) == "[yellow]2.21.0 cpu -> 2.21.0 gpu[/yellow]"
 
 
 def test_changed_tasks_alone_are_drift():
@@ -77,7 +78,7 @@ def test_failed_unreachable_and_not_reached_hosts():
     assert found[0]["problems"] == ["Resolve: unknown TensorFlow 9.9"]
     assert fleet_drift.summary(found) == "0 of 4 hosts drift, 1 failed, 1 not reached, 1 unreachable"
     console = Console(record=True, width=200)
-    console.print(fleet_drift.table(found, "t"))
+    console.print(terminal.drift_table(found, "t"))
     lines = console.export_text().splitlines()
     assert "nothing" not in next(line for line in lines if " b " in line)  # unreachable: unknown, not "nothing"
     assert "nothing" in next(line for line in lines if " d " in line)
@@ -91,7 +92,7 @@ def test_summary_json_and_table(tmp_path):
     record = json.loads(fleet_drift.write_json(found, rep, tmp_path / "fleet" / "drift.json").read_text())
     assert record["drifting"] == ["n2"] and record["hosts"]["n2"]["would_change"] == {"tensorflow_gpu": ["a", "b"]}
     console = Console(record=True, width=200)
-    console.print(fleet_drift.table(found, "t"))
+    console.print(terminal.drift_table(found, "t"))
     text = console.export_text()
     assert "2.21.0 -> 2.20.0" in text and "tensorflow_gpu: 2 tasks" in text and "in sync" in text
 
@@ -105,16 +106,16 @@ def test_a_host_read_from_its_converge_record_says_so(monkeypatch, tmp_path):
     assert [row["state"] for row in found] == ["in sync", "in sync"]
     fake_run(monkeypatch, tmp_path, rep, {})
     parser = argparse.ArgumentParser()
-    fleet_drift.add_arguments(parser)
+    drift_cmd.add_arguments(parser)
     console = Console(record=True, width=250)
-    assert fleet_drift.run(parser.parse_args([]), console) == 0
+    assert drift_cmd.run(parser.parse_args([]), console) == 0
     text = console.export_text()
     assert "nothing: its converge of 2026-11-28T04:44:30Z stands" in text
     assert "1 host(s) read from their converge record" in text
 
 
 def test_recorder_keeps_changed_tasks_by_role():
-    recorder = fleet_drift.ChangeRecorder(Console(file=open("/dev/null", "w")))  # noqa: SIM115
+    recorder = drift_cmd.ChangeRecorder(Console(file=open("/dev/null", "w")))  # noqa: SIM115
     for changed, role in ((True, "tensorflow_gpu"), (False, "tensorflow_gpu"), (True, None)):
         recorder.on_event({"event": "runner_on_ok", "event_data": {"host": "n1", "task": "t", "role": role,
                                                                      "res": {"changed": changed}}})
@@ -130,19 +131,19 @@ def fake_run(monkeypatch, tmp_path, rep, changes):
         progress.changes.update(changes)
         return rep, tmp_path
 
-    monkeypatch.setattr(fleet_drift, "run_plan", run_plan)
+    monkeypatch.setattr(drift_cmd, "run_plan", run_plan)
     return seen
 
 
-@pytest.mark.parametrize(("flags", "expected"), [([], 0), (["--exit-code"], fleet_drift.EXIT_DRIFT)])
+@pytest.mark.parametrize(("flags", "expected"), [([], 0), (["--exit-code"], drift_cmd.EXIT_DRIFT)])
 def test_run_is_check_mode_and_exit_codes(monkeypatch, tmp_path, flags, expected):
     rep = {**report(n1=host(CPU_INSTALLED, {**CPU_DESIRED, "tensorflow_version": "2.20.0"})), "rc": 0,
            "steps": [], "run_dir": str(tmp_path)}
     seen = fake_run(monkeypatch, tmp_path, rep, {})
     parser = argparse.ArgumentParser()
-    fleet_drift.add_arguments(parser)
+    drift_cmd.add_arguments(parser)
     console = Console(record=True, width=200)
-    assert fleet_drift.run(parser.parse_args(["-i", "inv", "-e", "tfprov_tf_version=2.20.0", *flags]), console) \
+    assert drift_cmd.run(parser.parse_args(["-i", "inv", "-e", "tfprov_tf_version=2.20.0", *flags]), console) \
         == expected
     assert seen["plan"] == "drift" and seen["options"].check is True
     assert seen["options"].extravars == {"tfprov_tf_version": "2.20.0"}
@@ -155,7 +156,7 @@ def test_run_passes_a_failed_run_s_exit_code(monkeypatch, tmp_path):
            "steps": [], "status": "failed", "run_dir": str(tmp_path)}
     fake_run(monkeypatch, tmp_path, rep, {})
     parser = argparse.ArgumentParser()
-    fleet_drift.add_arguments(parser)
+    drift_cmd.add_arguments(parser)
     console = Console(record=True, width=200)
-    assert fleet_drift.run(parser.parse_args(["--exit-code"]), console) == 4
+    assert drift_cmd.run(parser.parse_args(["--exit-code"]), console) == 4
     assert "n1: t: m" in console.export_text()

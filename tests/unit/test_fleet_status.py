@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
-from tfprov import fleet_status
+from tfprov import fleet_status, terminal
+from tfprov.commands import fleet_status as status_cmd
 
 BENCH = {"results": [{"device": "/CPU:0", "dtype": "float32", "n": 512, "gflops": 56.2},
                      {"device": "/GPU:0", "dtype": "float32", "n": 4096, "gflops": 7100.0},
@@ -82,7 +83,7 @@ def test_table_shows_versions_and_history(tmp_path):
     found = [fleet_status.host_row("n1", entry(installed=installed), reports),
              fleet_status.host_row("n2", entry("unreachable"), reports)]
     console = Console(record=True, width=250)
-    console.print(fleet_status.table(found, now=datetime(2026, 11, 22, 7, 0, tzinfo=UTC)))
+    console.print(terminal.status_table(found, now=datetime(2026, 11, 22, 7, 0, tzinfo=UTC)))
     text = console.export_text()
     assert "2.21.0 cpu" in text and "550.54.15" in text and "custom ok (20 min ago)" in text
     assert "21000.5 GFLOP/s /GPU:0 bfloat16 N=4096 (50 min ago)" in text and "42 min" in text
@@ -101,10 +102,10 @@ def test_run_reads_history_before_its_own_run(monkeypatch, tmp_path):
         return {"hosts": {"n1": entry(installed={"tensorflow": {"version": "2.21.0"}})}, "rc": 0, "steps": [],
                 "status": "successful", "inventory": "inv", "limit": None}, own
 
-    monkeypatch.setattr(fleet_status, "run_plan", run_plan)
+    monkeypatch.setattr(status_cmd, "run_plan", run_plan)
     parser = argparse.ArgumentParser()
-    fleet_status.add_arguments(parser)
-    assert fleet_status.run(parser.parse_args([]), Console(record=True, width=250)) == 0
+    status_cmd.add_arguments(parser)
+    assert status_cmd.run(parser.parse_args([]), Console(record=True, width=250)) == 0
     assert seen == {"plan": "status", "check": True}
     record = json.loads((own / "fleet" / "status.json").read_text())
     assert record["hosts"]["n1"]["last_run"]["plan"] == "custom"

@@ -6,6 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 from tfprov import cli, fleet
+from tfprov.commands import fleet_drift as drift_cmd
+from tfprov.commands import fleet_status as status_cmd
+from tfprov.commands import fleet_update as update_cmd
 from tfprov.errors import TfprovError
 
 OLD = {"tensorflow": "2.21.0", "cuda": None, "cudnn": None, "driver": None, "python": "3.11.2"}
@@ -39,10 +42,10 @@ def args(**given):
 
 
 def test_options_become_the_playbooks_extra_vars():
-    assert fleet.update_extravars(args(batch="2", canary="1", max_fail="10%", batch_max_fail="50")) == {
+    assert update_cmd.update_extravars(args(batch="2", canary="1", max_fail="10%", batch_max_fail="50")) == {
         "tfprov_fleet_canary": 1, "tfprov_fleet_batch": [2], "tfprov_fleet_max_fail": "10%",
         "tfprov_fleet_batch_max_fail": "50%"}
-    assert fleet.update_extravars(args(batch="1,25%", canary="0"))["tfprov_fleet_batch"] == [1, "25%"]
+    assert update_cmd.update_extravars(args(batch="1,25%", canary="0"))["tfprov_fleet_batch"] == [1, "25%"]
 
 
 @pytest.mark.parametrize("given, words", [
@@ -51,7 +54,7 @@ def test_options_become_the_playbooks_extra_vars():
     ({"batch_max_fail": "150"}, "--batch-max-fail '150': give a percentage"), ({"batch": ""}, "--batch is empty")])
 def test_bad_options_are_refused_in_one_line(given, words):
     with pytest.raises(TfprovError, match=words.replace("(", r"\(")):
-        fleet.update_extravars(args(**given))
+        update_cmd.update_extravars(args(**given))
 
 
 def test_rows_name_the_failed_host_and_the_ones_not_reached(tmp_path):
@@ -75,14 +78,14 @@ def test_run_prints_the_table_and_writes_update_json(tmp_path, monkeypatch, caps
         seen["options"] = options
         return stopped_report(tmp_path), tmp_path
 
-    monkeypatch.setattr(fleet, "run_plan", run_plan)
+    monkeypatch.setattr(update_cmd, "run_plan", run_plan)
     rc = cli.main(["fleet", "update", "--batch", "2", "-e", "tensorflow_gpu_version=2.20.0",
                    "-e", "tfprov_fleet_batch=9"])
     out = capsys.readouterr().out
     assert rc == 4
     assert seen["options"].extravars["tensorflow_gpu_version"] == "2.20.0"
     assert seen["options"].extravars["tfprov_fleet_batch"] == [2]  # the flag wins over -e
-    assert seen["options"].inventory == fleet.DEFAULT_INVENTORY
+    assert seen["options"].inventory == update_cmd.DEFAULT_INVENTORY
     assert "2 updated, 2 failed, 1 not reached" in out and "TensorFlow 2.21.0 -> 2.20.0" in out
     assert "the update stopped after batch 2" in out
     record = json.loads((tmp_path / "fleet" / "update.json").read_text())
@@ -91,15 +94,15 @@ def test_run_prints_the_table_and_writes_update_json(tmp_path, monkeypatch, caps
 
 
 def test_a_bad_option_stops_before_any_run(monkeypatch, capsys):
-    monkeypatch.setattr(fleet, "run_plan", lambda *a: pytest.fail("ran"))
+    monkeypatch.setattr(update_cmd, "run_plan", lambda *a: pytest.fail("ran"))
     assert cli.main(["fleet", "update", "--batch", "none"]) == 2
     assert "--batch 'none'" in capsys.readouterr().err
 
 
 def test_fleet_drift_and_status_are_wired(monkeypatch):
     called = []
-    monkeypatch.setattr(cli.fleet_drift, "run", lambda a, out: called.append("drift") or 0)
-    monkeypatch.setattr(cli.fleet_status, "run", lambda a, out: called.append("status") or 0)
+    monkeypatch.setattr(drift_cmd, "run", lambda a, out: called.append("drift") or 0)
+    monkeypatch.setattr(status_cmd, "run", lambda a, out: called.append("status") or 0)
     # build_parser binds run at parse time: patch first, then parse.
     assert cli.main(["fleet", "drift"]) == 0 and cli.main(["fleet", "status"]) == 0
     assert called == ["drift", "status"]
@@ -109,7 +112,7 @@ def test_fleet_drift_and_status_are_wired(monkeypatch):
 def test_the_playbooks_filters_accept_what_the_cli_passes(given):
     from ansible_collections.tfprov.gpu.plugins.filter.fleet import fleet_budget, fleet_serial
 
-    variables = fleet.update_extravars(args(**given))
+    variables = update_cmd.update_extravars(args(**given))
     assert fleet_serial(variables["tfprov_fleet_batch"], variables["tfprov_fleet_canary"])
     assert fleet_budget(0, 6, 0, 1, variables["tfprov_fleet_max_fail"],
                         variables["tfprov_fleet_batch_max_fail"]) == ""

@@ -2,7 +2,7 @@
 
 from rich.console import Console
 
-from tfprov import gate
+from tfprov import gate, terminal
 
 REPORT = {"hosts": {
     "tfprov-local-1": {"data": {"gate": {
@@ -21,7 +21,7 @@ def test_one_row_per_judged_node_with_its_problems_and_notes():
     found = gate.verdicts(REPORT)
     assert sorted(found) == ["tfprov-local-1", "tfprov-local-2"]
     console = Console(width=200, record=True)
-    console.print(gate.table(found))
+    console.print(terminal.gate_table(found))
     text = console.export_text()
     assert "not admitted" in text and "7 of 8" in text and "FAIL: 7 of 8 GPUs visible" in text
     assert "admitted" in text.split("tfprov-local-2", 1)[1] and "no NVIDIA GPU on this node" in text

@@ -2,7 +2,7 @@
 
 from rich.console import Console
 
-from tfprov import idle
+from tfprov import idle, terminal
 
 
 def record(**changes):
@@ -19,7 +19,7 @@ def report(**hosts):
 
 def render(rep) -> str:
     console = Console(width=200, record=True, color_system=None)
-    idle.show(rep, console)
+    terminal.show_idle(rep, console)
     return console.export_text()
 
 

@@ -12,6 +12,8 @@ import tiny_project
 from tiny_project import run_dirs
 
 from tfprov import cli, redact, report_index, report_page
+from tfprov import report as report_mod
+from tfprov.commands import report as report_cmd
 from tfprov.report import ReportBuilder
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -187,14 +189,14 @@ def test_recorded_reports_cover_every_plan_the_issue_names():
 
 def test_a_node_whose_converge_stood_says_so_and_one_installed_in_full_says_why():
     report = json.loads((FIXTURES / "reports" / "node-rerun.json").read_text())
-    stood = cli.report_mod.converged(report)
+    stood = report_mod.converged(report)
     assert sorted(stood) == sorted(report["hosts"]) and all(stood.values())
     text = checked(report_page.render(report))
     assert text.count("install skipped: the converge recorded at") == len(report["hosts"])
     host = next(iter(report["hosts"].values()))
     host["data"]["converge"] = {"current": False, "recorded_at": "", "reason": "the node booted since"}
     assert "installed in full: the node booted since" in checked(report_page.render(report))
-    assert len(cli.report_mod.converged(report)) == len(report["hosts"]) - 1
+    assert len(report_mod.converged(report)) == len(report["hosts"]) - 1
 
 
 def test_the_index_reads_a_runs_folder_with_stray_entries(tmp_path):
@@ -228,7 +230,7 @@ def test_report_open_uses_a_browser_and_says_so_when_there_is_none(capsys, proje
     assert cli.main(["run", "ok", "-i", "localhost,"]) == 0
     [run_dir] = run_dirs(project)
     urls = []
-    monkeypatch.setattr(report_index.webbrowser, "open", lambda url: urls.append(url) or opened)
+    monkeypatch.setattr(report_cmd.webbrowser, "open", lambda url: urls.append(url) or opened)
     capsys.readouterr()
     assert cli.main(["report", "--open"]) == rc
     assert urls == [(run_dir / "report.html").as_uri()]

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from tfprov import cli, fleet, retry
+from tfprov import cli, retry
+from tfprov.commands import fleet_update as update_cmd
+from tfprov.commands import run as run_cmd
 from tfprov.errors import TfprovError
 
 
@@ -70,7 +72,7 @@ def fake_run(monkeypatch, module, run_dir):
 
 def test_run_retry_failed_limits_to_those_hosts_and_reuses_the_inventory(runs, monkeypatch, capsys):
     write_run(runs, "20261122T070000Z-node", HOSTS)
-    seen = fake_run(monkeypatch, cli, runs)
+    seen = fake_run(monkeypatch, run_cmd, runs)
     assert cli.main(["run", "node", "--retry-failed"]) == 0
     assert seen[0].limit == "b,c,d" and seen[0].inventory == "inv-of-that-run.yml"
     out = capsys.readouterr().out
@@ -79,28 +81,28 @@ def test_run_retry_failed_limits_to_those_hosts_and_reuses_the_inventory(runs, m
 
 def test_an_inventory_given_wins_and_limit_intersects(runs, monkeypatch, capsys):
     write_run(runs, "20261122T070000Z-node", HOSTS)
-    seen = fake_run(monkeypatch, cli, runs)
+    seen = fake_run(monkeypatch, run_cmd, runs)
     assert cli.main(["run", "node", "--retry-failed", "-i", "other.yml", "-l", "b,d"]) == 0
     assert seen[0].limit == "b,d" and seen[0].inventory == "other.yml"
 
 
 def test_nothing_to_retry_exits_0_without_a_run(runs, monkeypatch, capsys):
     write_run(runs, "20261122T070000Z-node", {"a": {"status": "ok"}})
-    seen = fake_run(monkeypatch, cli, runs)
+    seen = fake_run(monkeypatch, run_cmd, runs)
     assert cli.main(["run", "node", "--retry-failed"]) == 0
     assert seen == [] and "nothing to retry" in capsys.readouterr().out
 
 
 def test_without_retry_the_default_inventory_is_used(runs, monkeypatch):
-    seen = fake_run(monkeypatch, cli, runs)
+    seen = fake_run(monkeypatch, run_cmd, runs)
     assert cli.main(["run", "node"]) == 0
-    assert seen[0].inventory == cli.DEFAULT_INVENTORY and seen[0].limit is None
+    assert seen[0].inventory == run_cmd.DEFAULT_INVENTORY and seen[0].limit is None
 
 
 def test_fleet_update_retry_failed(runs, monkeypatch, capsys):
     write_run(runs, "20261122T070000Z-fleet", HOSTS)
     write_run(runs, "20261122T080000Z-node", {"z": {"status": "failed"}})  # another plan: not read
-    seen = fake_run(monkeypatch, fleet, runs)
+    seen = fake_run(monkeypatch, update_cmd, runs)
     assert cli.main(["fleet", "update", "--retry-failed", "--batch", "2"]) == 0
     assert seen[0].limit == "b,c,d" and seen[0].extravars["tfprov_fleet_batch"] == [2]
     assert "from run 20261122T070000Z-fleet" in capsys.readouterr().out

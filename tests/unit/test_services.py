@@ -1,6 +1,6 @@
 from rich.console import Console
 
-from tfprov import services
+from tfprov import services, terminal
 
 
 def _report(**hosts):
@@ -21,14 +21,14 @@ def test_serving_rows_come_from_the_hosts_that_served():
                         "tfprov-local-1": {"gpu_check": {}}})
     found = services.serving(report)
     assert list(found) == ["tfprov-local-2"]
-    text = _render(services.serving_table(found))
+    text = _render(terminal.serving_table(found))
     assert "digits" in text and "AVAILABLE" in text and "3.2" in text and "9.9" in text
     assert "grpc 10.0.0.5:8500 rest 10.0.0.5:8501" in text and "1:END 2:AVAILABLE" in text
 
 
 def test_a_version_that_is_not_available_shows_its_state_and_no_latency():
     found = {"n1": [{"model": "m", "version": "3", "state": "END"}]}
-    text = _render(services.serving_table(found))
+    text = _render(terminal.serving_table(found))
     assert "END" in text and " - " in text
 
 
