@@ -14,7 +14,7 @@ for plugin in "module tfprov.gpu.preflight_facts" "module tfprov.gpu.nvidia_gpu_
     || { echo "$2 does not load from the installed tarball" >&2; exit 1; }
 done
 # Files the roles run on nodes from the collection itself (the built-in distributed check is bench/dist_check.py).
-for file in bench/dist_check.py bench/gpu_check.py roles/dist_tf_cluster/files/tf_server.py playbooks/cluster.yml; do
+for file in bench/dist_check.py roles/tensorflow_gpu/files/gpu_check.py roles/dist_tf_cluster/files/tf_server.py playbooks/cluster.yml; do
   [ -f "$tmp/ansible_collections/tfprov/gpu/$file" ] || { echo "$file is missing from the tarball" >&2; exit 1; }
 done
 echo "collection tarball installs and its plugins load: $(basename "$tarball")"

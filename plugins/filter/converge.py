@@ -1,8 +1,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """converge_inputs: the digest of what a converge is given, which a node's converge record (the module
 tfprov.gpu.converge_record) must match for a later run to skip the install. It covers the collection itself (roles,
-playbooks, plugins, the compatibility data, the GPU check script) and the host's variables: inventory, group and
-extra vars, not Ansible's per-run magic vars nor gathered facts."""
+with the GPU check script of the tensorflow_gpu role, playbooks, plugins, the compatibility data) and the host's
+variables: inventory, group and extra vars, not Ansible's per-run magic vars nor gathered facts."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,8 +15,8 @@ import os
 from ansible.errors import AnsibleFilterError
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# What the collection's behaviour is made of (bench/gpu_check.py: the quick check the roles run).
-CODE = ("roles", "playbooks", "plugins", "data", os.path.join("bench", "gpu_check.py"))
+# What the collection's behaviour is made of (the quick check the roles run is roles/tensorflow_gpu/files/gpu_check.py).
+CODE = ("roles", "playbooks", "plugins", "data")
 # Per-run settings of Ansible itself, the whole inventory's layout, and whether to reuse a record at all: none
 # changes what a node gets.
 VOLATILE = frozenset((

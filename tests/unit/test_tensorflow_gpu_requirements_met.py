@@ -132,8 +132,8 @@ def test_each_file_asked_for_is_read_as_copy_would_find_it(capsys, monkeypatch, 
 
 
 def test_the_digest_changes_with_any_distribution_and_matches_the_gpu_check(tmp_path, monkeypatch):
-    """The role compares the digest read before a run with the one bench/gpu_check.py printed when it checked."""
-    gpu_check_spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT.parents[3] / "bench" / "gpu_check.py")
+    """The role compares the digest read before a run with the one gpu_check.py beside it printed when it checked."""
+    gpu_check_spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT.parent / "gpu_check.py")
     gpu_check = importlib.util.module_from_spec(gpu_check_spec)
     gpu_check_spec.loader.exec_module(gpu_check)
     dist(tmp_path, "numpy", "2.4.6")

@@ -6,7 +6,7 @@ down the whole tree, so is everything it requires, its extras included (`tensorf
 wheels). `tensorflow-cpu` and `tensorflow` are different distributions: one does not meet the other. Anything
 this cannot read (a URL, a path, a malformed line) counts as unmet, so pip runs and decides.
 
-Also prints the environment's digest (every installed distribution and its version; bench/gpu_check.py prints the
+Also prints the environment's digest (every installed distribution and its version; gpu_check.py beside it prints the
 same digest of the environment it checked) and the record of the last quick check that passed in it, which the
 role reuses while nothing the check depends on has changed (tasks/verify.yml), and, for each --file=PATH, that
 file's sha1 and mode (null when it is not a regular file): the role rewrites a file it manages only where these

@@ -39,11 +39,12 @@ def test_per_run_variables_facts_and_the_other_hosts_do_not_count():
 
 
 def test_a_changed_collection_file_gives_another(tmp_path):
-    for part in ("roles/tensorflow_gpu/defaults", "playbooks", "plugins", "data", "bench"):
+    for part in ("roles/tensorflow_gpu/defaults", "roles/tensorflow_gpu/files", "playbooks", "plugins", "data",
+                 "bench"):
         (tmp_path / part).mkdir(parents=True)
     shutil.copy(ROOT / "data/compat.yml", tmp_path / "data/compat.yml")
     (tmp_path / "roles/tensorflow_gpu/defaults/main.yml").write_text("tensorflow_gpu_version: latest\n")
-    (tmp_path / "bench/gpu_check.py").write_text("print()\n")
+    (tmp_path / "roles/tensorflow_gpu/files/gpu_check.py").write_text("print()\n")
     (tmp_path / "bench/other.py").write_text("print()\n")
     before = collection_digest(tmp_path)
     assert converge_inputs(HOST, "node", root=tmp_path) == converge_inputs(HOST, "node", root=tmp_path)
@@ -53,7 +54,7 @@ def test_a_changed_collection_file_gives_another(tmp_path):
     assert collection_digest(tmp_path) == before
     (tmp_path / "data/compat.yml").write_text((tmp_path / "data/compat.yml").read_text() + "\n# edited\n")
     assert collection_digest(tmp_path) != before
-    (tmp_path / "bench/gpu_check.py").write_text("print(2)\n")
+    (tmp_path / "roles/tensorflow_gpu/files/gpu_check.py").write_text("print(2)\n")
     assert collection_digest(tmp_path) != before
 
 

@@ -1,4 +1,5 @@
-"""The bench's arithmetic and report, with a stand-in TensorFlow (the real one runs in molecule/integration)."""
+"""roles/tensorflow_gpu/files/gpu_check.py, the quick check and the bench: its arithmetic and report, with a stand-in
+TensorFlow (the real one runs in molecule/integration)."""
 
 import importlib.util
 import json
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-SPEC = importlib.util.spec_from_file_location("gpu_check", Path(__file__).parents[3] / "bench" / "gpu_check.py")
+SCRIPT = Path(__file__).parents[2] / "roles" / "tensorflow_gpu" / "files" / "gpu_check.py"
+SPEC = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
 gpu_check = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(gpu_check)
 
