@@ -2,6 +2,7 @@ import pytest
 
 from tfprov import plan
 from tfprov.errors import TfprovError
+from tfprov.project import project_root
 
 
 def test_every_plan_names_playbooks_and_a_description():
@@ -13,6 +14,28 @@ def test_resolve_points_into_the_checkout(tmp_path):
     resolved = plan.resolve("preflight", tmp_path)
     assert [s.playbook for s in resolved.steps] == [tmp_path / "playbooks" / "preflight.yml"]
     assert resolved.missing() == list(resolved.steps)
+
+
+def test_every_plan_names_known_views():
+    for name, spec in plan.load_plans().items():
+        assert set(spec.get("views") or ()) <= set(plan.VIEWS), name
+    assert plan.resolve("cluster", project_root()).views == ("check", "gate", "serving", "notebook", "cluster")
+    assert plan.resolve("preflight", project_root()).views == ()
+
+
+@pytest.mark.parametrize(("view", "text"), [("gate", "tasks/gpu_gate.yml"), ("converge", "converge_check.yml")])
+def test_the_views_that_decide_a_flag_agree_with_the_playbooks(view, text):
+    """--level applies to plans whose views name gate, --full to those naming converge: their playbooks must run the
+    gate, or the converge check, and no other plan's may."""
+    for name in plan.load_plans():
+        resolved = plan.resolve(name, project_root())
+        runs = any(text in step.playbook.read_text() for step in resolved.steps if step.exists)
+        assert (view in resolved.views) == runs, name
+
+
+def test_an_unknown_view_is_refused_in_one_line():
+    with pytest.raises(TfprovError, match="^plan 'p' names an unknown view 'graphs'; views: converge, bench"):
+        plan.resolve("p", None, {"p": {"description": "d", "steps": [], "views": ["gate", "graphs"]}})
 
 
 def test_unknown_plan():
