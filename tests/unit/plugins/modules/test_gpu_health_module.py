@@ -3,10 +3,12 @@ tree with the node's PCI devices, a saved kernel log."""
 
 import json
 import stat
+import time
 from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.tfprov.gpu.plugins.module_utils import bounded_command
 from ansible_collections.tfprov.gpu.plugins.modules import gpu_health
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gpu-health"
@@ -28,7 +30,7 @@ def pci(tmp_path, *devices):
     root = tmp_path / "sys"
     for bus, pci_class in devices:
         device = root / "bus" / "pci" / "devices" / bus
-        device.mkdir(parents=True)
+        device.mkdir(parents=True, exist_ok=True)
         (device / "vendor").write_text("0x10de\n")
         (device / "class").write_text(pci_class + "\n")
         (device / "device").write_text("0x1eb8\n")
@@ -158,3 +160,189 @@ def test_a_lent_card_replayed_here_gets_the_verdict_it_got_on_the_machine(tmp_pa
     # What a card is does not change between two reads; its clocks and load do.
     card = ("name", "uuid", "bus_id", "ecc_mode", "pcie_gen_max", "pcie_width_max", "persistence_mode")
     assert [{k: g[k] for k in card} for g in result["gpus"]] == [{k: g[k] for k in card} for g in on_machine["gpus"]]
+
+
+# Issue 52: hangs, malformed answers, GPUs gone, unreadable kernel logs, run through the module.
+XID_79_AT_1E = "NVRM: Xid (PCI:0000:00:1e): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+
+
+def script(path, text):
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def kernel_log_file(tmp_path, text=""):
+    log = tmp_path / "kern.log"
+    log.write_text(text)
+    return str(log)
+
+
+@pytest.mark.parametrize("ignores_term", [False, True])
+def test_an_nvidia_smi_that_never_answers_fails_the_node_within_its_time_limit(tmp_path, capsys, monkeypatch,
+                                                                                ignores_term):
+    monkeypatch.setattr(bounded_command, "KILL_AFTER", 1)
+    smi = script(tmp_path / "nvidia-smi", ("trap '' TERM\n" if ignores_term else "") + "exec sleep 600\n")
+    started = time.time()
+    result = run(capsys, nvidia_smi=smi, smi_timeout=2, kernel_log=kernel_log_file(tmp_path, XID_79_AT_1E),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert time.time() - started < 2 + 1 + 1 + 3  # the limit, KILL's grace, the wrapper's second, and slack
+    assert not result["healthy"] and result["lines"][0] == (
+        "FAIL: nvidia-smi -q -x did not answer within 2 s: reboot the node (the driver or a GPU hangs: look for XID "
+        "79 in the kernel log); if it recurs, take the node out of service and replace it (report the GPU to the "
+        "provider)")
+    # The kernel log is read all the same, and says why.
+    assert any("XID 79 (GPU has fallen off the bus)" in line for line in result["lines"][1:])
+
+
+def test_an_nvidia_smi_that_answers_late_but_within_the_limit_is_judged(tmp_path, capsys):
+    answer = FIXTURES / "tesla-t4.aws-515.xml"
+    smi = script(tmp_path / "nvidia-smi", f'[ "$1" = nvlink ] && exit 0\nsleep 1\ncat "{answer}"\n')
+    result = run(capsys, nvidia_smi=smi, smi_timeout=5, kernel_log=kernel_log_file(tmp_path),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert result["healthy"] and result["gpu_count"] == 1
+
+
+def test_nvlink_status_that_hangs_fails_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bounded_command, "KILL_AFTER", 1)
+    answer = FIXTURES / "tesla-t4.aws-515.xml"
+    smi = script(tmp_path / "nvidia-smi", f'[ "$1" = nvlink ] && exec sleep 600\ncat "{answer}"\n')
+    result = run(capsys, nvidia_smi=smi, smi_timeout=1, kernel_log=kernel_log_file(tmp_path),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert [line for line in result["lines"] if line.startswith("FAIL")] == [
+        "FAIL: nvidia-smi nvlink -s did not answer within 1 s: reboot the node (the driver or a GPU hangs: look for "
+        "XID 79 in the kernel log); if it recurs, take the node out of service and replace it (report the GPU to "
+        "the provider)"]
+
+
+def fake_bins(monkeypatch, **bins):
+    """get_bin_path finds only these programs (journalctl, dmesg, systemctl)."""
+    monkeypatch.setattr(gpu_health.AnsibleModule, "get_bin_path",
+                        lambda self, name, *args, **kwargs: bins.get(name))
+
+
+def test_a_journalctl_that_hangs_falls_back_to_dmesg_and_both_hanging_fail(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bounded_command, "KILL_AFTER", 1)
+    smi = fake_smi(tmp_path, FIXTURES / "tesla-t4.aws-515.xml")
+    hung = script(tmp_path / "journalctl", "exec sleep 600\n")
+    dmesg = script(tmp_path / "dmesg", f"printf '%s' \"{XID_79_AT_1E}\"\n")
+    fake_bins(monkeypatch, journalctl=hung, dmesg=dmesg)
+    result = run(capsys, nvidia_smi=smi, command_timeout=1, sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert "XID 79 (GPU has fallen off the bus)" in result["lines"][0]
+    assert "journalctl -k did not answer within 1 s: the kernel log was read from dmesg" in result["notes"]
+    fake_bins(monkeypatch, journalctl=hung, dmesg=script(tmp_path / "dmesg2", "exec sleep 600\n"))
+    result = run(capsys, nvidia_smi=smi, command_timeout=1, sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert [line.split(": look")[0] for line in result["lines"] if line.startswith("FAIL")] == [
+        "FAIL: journalctl -k did not answer within 1 s", "FAIL: dmesg did not answer within 1 s"]
+
+
+def test_an_unreadable_kernel_log_is_a_warn_line_naming_why(tmp_path, capsys, monkeypatch):
+    denied = script(tmp_path / "dmesg",
+                    'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2\nexit 1\n')
+    fake_bins(monkeypatch, journalctl=script(tmp_path / "journalctl", "exit 1\n"), dmesg=denied)
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "tesla-t4.aws-515.xml"),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert result["healthy"] and [line for line in result["lines"] if "kernel log" in line] == [
+        "WARN: the kernel log could not be read (journalctl: exit 1, nothing read; dmesg: dmesg: read kernel buffer "
+        "failed: Operation not permitted): XID errors not checked: run the gate as root (become), or look at "
+        "journald and dmesg on the node"]
+
+
+@pytest.mark.parametrize(("answer", "shown"), [
+    (b"\x00\x01garbage\x02\x03 from a broken driver\n", '"garbage"'),
+    ((FIXTURES / "tesla-t4.aws-515.xml").read_bytes()[:900], '"<?xml version="1.0" ?> <!DOCTYPE nvidia_smi_log'),
+    (b"\xff\xfe\x00\x00", "nothing printable"),
+])
+def test_a_malformed_answer_is_a_fail_line_with_its_first_printable_part(tmp_path, capsys, answer, shown):
+    (tmp_path / "answer").write_bytes(answer)
+    smi = script(tmp_path / "nvidia-smi", f'[ "$1" = nvlink ] && exit 0\ncat "{tmp_path / "answer"}"\n')
+    result = run(capsys, nvidia_smi=smi, kernel_log=kernel_log_file(tmp_path),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert "failed" not in result and not result["healthy"] and result["gpu_node"]
+    [line] = result["lines"]
+    assert line.startswith("FAIL: nvidia-smi -q -x answered something that is not its XML (") and shown in line
+    assert not any(ord(ch) < 32 or 0x7f <= ord(ch) <= 0x9f for ch in line)
+
+
+def test_a_failing_nvidia_smi_echoes_no_control_bytes(tmp_path, capsys):
+    smi = script(tmp_path / "nvidia-smi",
+                 "printf 'Unable to determine the device handle\\033[0m\\001 for GPU\\n'; exit 15\n")
+    result = run(capsys, nvidia_smi=smi, kernel_log=kernel_log_file(tmp_path),
+                 sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert result["lines"] == ["FAIL: nvidia-smi -q -x failed (exit 15): Unable to determine the device handle: "
+                               "reboot the node"]
+
+
+def converge_record(tmp_path, count):
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps({"facts": {"nvidia_gpu": {"source": "nvidia-smi", "count": count}}}))
+    return str(path)
+
+
+NO_DEVICES = "No devices were found"
+
+
+def test_a_node_whose_gpu_is_gone_fails_against_its_last_converge_and_its_kernel_log_is_read(tmp_path, capsys):
+    # A static inventory (no count), nothing left on the PCI bus, the driver finds no device: the old verdict was
+    # "no NVIDIA GPU on this node: nothing to judge".
+    log = "NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, failure=NO_DEVICES, rc=6), sysfs_root=pci(tmp_path),
+                 kernel_log=kernel_log_file(tmp_path, log), converge_record=converge_record(tmp_path, 1))
+    assert not result["healthy"] and result["gpu_node"] and result["expected_from"] == "its last converge"
+    assert [line.split(": look")[0].split(": reboot")[0] for line in result["lines"]] == [
+        "FAIL: expected 1 GPU, found none (its last converge had 1)",
+        'FAIL: GPU at a1:00: XID 79 (GPU has fallen off the bus) in the kernel log since boot ("GPU has fallen off the '
+        'bus")']
+
+
+def test_without_a_record_an_xid_79_still_fails_a_node_that_shows_no_gpu(tmp_path, capsys):
+    log = "NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, failure=NO_DEVICES, rc=6), sysfs_root=pci(tmp_path),
+                 kernel_log=kernel_log_file(tmp_path, log), converge_record=str(tmp_path / "none.json"))
+    assert not result["healthy"] and result["gpu_node"] and "XID 79" in result["lines"][0]
+
+
+def test_a_cpu_node_with_a_clean_kernel_log_and_a_record_of_none_passes(tmp_path, capsys):
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, failure=NO_DEVICES, rc=6), sysfs_root=pci(tmp_path),
+                 kernel_log=kernel_log_file(tmp_path, "usb 1-1: new device\n"),
+                 converge_record=converge_record(tmp_path, 0))
+    assert result["healthy"] and not result["gpu_node"] and result["lines"] == []
+    assert result["notes"] == ["no NVIDIA GPU on this node: nothing to judge"]
+
+
+def test_the_inventory_count_wins_over_the_record(tmp_path, capsys):
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "tesla-t4.aws-515.xml"),
+                 kernel_log=kernel_log_file(tmp_path), sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")),
+                 converge_record=converge_record(tmp_path, 4), expected_gpu_count=1)
+    assert result["healthy"] and (result["expected_gpu_count"], result["expected_from"]) == (1, "its instance type")
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "tesla-t4.aws-515.xml"),
+                 kernel_log=kernel_log_file(tmp_path), sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")),
+                 converge_record=converge_record(tmp_path, 4))
+    assert result["lines"][0].startswith("FAIL: 1 of 4 GPUs visible to the driver (its last converge had 4)")
+
+
+def test_an_h100_on_580_with_uncorrectable_sram_errors_is_not_admitted(tmp_path, capsys):
+    lent = "h100-80gb-hbm3.580-lent"
+    edited = tmp_path / "answer.xml"
+    edited.write_text((FIXTURES / f"{lent}.idle.xml").read_text().replace(
+        "<sram_uncorrectable_parity>0</sram_uncorrectable_parity>",
+        "<sram_uncorrectable_parity>2</sram_uncorrectable_parity>", 1))
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, edited), kernel_log=str(FIXTURES / f"{lent}.kernel-log.log"),
+                 sysfs_root=recorded_sysfs(tmp_path, lent))
+    assert not result["healthy"] and "2 uncorrectable ECC error(s) since the driver loaded" in result["lines"][0]
+
+
+def test_a_timeout_below_one_second_is_refused(tmp_path, capsys):
+    result = run(capsys, smi_timeout=0, sysfs_root=pci(tmp_path))
+    assert result["failed"] and result["msg"] == "smi_timeout is 0: give the seconds to wait, 1 or more"
+
+
+def test_an_error_of_the_gate_itself_is_a_fail_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no gpus\x00\x07 after this")
+    monkeypatch.setattr(gpu_health, "evaluate", broken)
+    result = run(capsys, nvidia_smi=fake_smi(tmp_path, FIXTURES / "tesla-t4.aws-515.xml"),
+                 kernel_log=kernel_log_file(tmp_path), sysfs_root=pci(tmp_path, ("0000:00:1e.0", "0x030200")))
+    assert "failed" not in result and "exception" not in result and result["lines"] == [
+        "FAIL: the gate could not judge the node (RuntimeError: no gpus): run the gate again; if it recurs, report it "
+        "with the node's nvidia-smi -q -x"]
