@@ -24,7 +24,7 @@ description:
     reports the host as unreachable instead of failed.
   - Used by tfprov's local cloud inventory (C(inventories/local.docker_containers.yml)).
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   remote_addr:
     description: The name of the container, as in P(community.docker.docker#connection).

@@ -19,7 +19,7 @@ description:
   - The cluster's existing instances (tag C(tfprov:cluster)), the image's root device and the key pair's owner.
   - Changes nothing.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   region: {description: AWS region., type: str, required: true}
   zones: {description: "Zones to use, in the order to try them.", type: list, elements: str, required: true}

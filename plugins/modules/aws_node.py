@@ -19,7 +19,7 @@ description:
     default EBS key).
   - Credentials only from boto3's standard places; AWS_ENDPOINT_URL is honoured.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   region: {description: AWS region., type: str, required: true}
   zones: {description: Zones to try in order., type: list, elements: str, required: true}

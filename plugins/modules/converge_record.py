@@ -25,7 +25,7 @@ description:
     tasks compare versions).
   - Changes nothing with I(state=check); I(state=record) reports no change, since the record is not configuration.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   state:
     description: C(check) reads the record and compares; C(record) writes it.

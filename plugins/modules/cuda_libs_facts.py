@@ -16,7 +16,7 @@ description:
     how a user's program finds them.
   - Changes nothing; safe in check mode.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 extends_documentation_fragment:
   - tfprov.gpu.read_only
 options:

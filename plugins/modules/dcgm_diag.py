@@ -19,7 +19,7 @@ description:
     (C(datacenter-gpu-manager)); the gate does not install it.
   - Changes nothing on the node; safe in check mode, where it does not run the diagnostics.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 extends_documentation_fragment:
   - tfprov.gpu.read_only
 options:

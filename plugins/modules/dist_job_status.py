@@ -21,7 +21,7 @@ description:
     C(tfprov_dist_check)) in the log of that invocation.
   - Changes nothing.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   unit:
     description: The systemd unit, for example C(tfprov-tf-job.service).

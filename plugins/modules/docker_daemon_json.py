@@ -19,7 +19,7 @@ description:
   - The new file is written atomically (a temporary file in the same directory, then renamed); the old one is
     first copied to a timestamped backup beside it when O(backup) is set.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 attributes:
   check_mode:
     description: Reads, merges and reports the change and its diff; writes nothing.

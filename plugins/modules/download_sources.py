@@ -45,7 +45,7 @@ attributes:
   check_mode: {description: Reads only., support: full}
   diff_mode: {description: No diff., support: none}
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 """
 
 EXAMPLES = r"""

@@ -18,7 +18,24 @@ options:
   name: {description: "The router's name (its NAT has the same name).", type: str, required: true}
   network: {description: "The network's URL (required for present).", type: str}
   state: {description: present or absent., type: str, default: present, choices: [present, absent]}
-author: tfprov
+author:
+  - tfprov maintainers (@tfprov)
+"""
+
+EXAMPLES = r"""
+- name: Give the cluster's nodes outbound access without external addresses
+  tfprov.gpu.gcp_cloud_nat:
+    project: my-project
+    region: us-central1
+    name: tfprov-train
+    network: https://www.googleapis.com/compute/v1/projects/my-project/global/networks/tfprov-train
+
+- name: Remove the router and its NAT
+  tfprov.gpu.gcp_cloud_nat:
+    project: my-project
+    region: us-central1
+    name: tfprov-train
+    state: absent
 """
 
 RETURN = r"""

@@ -34,7 +34,29 @@ options:
       - Boot image URI or family (projects/debian-cloud/global/images/family/debian-12); checked to exist.
       - Its C(tfprov-image) label (set when tfprov baked it) is returned so nodes can be labelled as booted from it.
     type: str
-author: tfprov
+author:
+  - tfprov maintainers (@tfprov)
+"""
+
+EXAMPLES = r"""
+- name: Check that the cluster's nodes can be created (zones, GPU quota, image)
+  tfprov.gpu.gcp_gpu_preflight:
+    project: my-project
+    zones: [us-central1-a, us-central1-b]
+    nodes: "{{ cluster.nodes }}"
+    cluster: train
+    spot: true
+    image: projects/debian-cloud/global/images/family/debian-12
+  register: gcp_preflight
+
+- name: Find the cluster's existing instances and TPU VMs only
+  tfprov.gpu.gcp_gpu_preflight:
+    project: my-project
+    zones: [us-central1-a]
+    nodes: []
+    cluster: train
+    tpu_zones: [us-central1-a]
+  register: gcp_found
 """
 
 RETURN = r"""

@@ -22,7 +22,7 @@ description:
     preempted, so the next C(tfprov up) starts it again.
   - Credentials from GCP_SERVICE_ACCOUNT_FILE or Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS).
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   project: {description: GCP project id., type: str, required: true}
   zones: {description: Zones to try in order (the node's own zone when it exists)., type: list, elements: str,
@@ -188,7 +188,7 @@ def main():
             machine_type=dict(type="str", required=True), image=dict(type="str", required=True),
             disk_gb=dict(type="int", required=True), accelerator=dict(type="str", default=""),
             accelerator_count=dict(type="int", default=0), spot=dict(type="bool", default=False),
-            labels=dict(type="dict", default={}), ssh_keys=dict(type="str", required=True),
+            labels=dict(type="dict", default={}), ssh_keys=dict(type="str", required=True, no_log=False),
             network=dict(type="str", required=True), subnetwork=dict(type="str", default=""),
             external_ip=dict(type="bool", default=False), tags=dict(type="list", elements="str", default=[]),
             wait_timeout=dict(type="int", default=600),

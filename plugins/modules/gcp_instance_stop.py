@@ -17,7 +17,7 @@ description:
   - Credentials from GCP_SERVICE_ACCOUNT_FILE or Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS),
     through tfprov's one GCP client (module_utils/gcp_api.py).
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   project:
     description: GCP project id.

@@ -24,7 +24,20 @@ options:
   own: {description: The network is tfprov's own for this cluster (may not exist yet)., type: bool, default: false}
   operator_cidr: {description: Where SSH may come from., type: str, required: true}
   cluster_port: {description: TensorFlow's port between the members., type: int, required: true}
-author: tfprov
+author:
+  - tfprov maintainers (@tfprov)
+"""
+
+EXAMPLES = r"""
+- name: Check the network the cluster's nodes will join and its firewall rules
+  tfprov.gpu.gcp_network_check:
+    project: my-project
+    region: us-central1
+    cluster: train
+    network: shared-vpc
+    subnetwork: gpu-nodes
+    operator_cidr: 203.0.113.7/32
+    cluster_port: 2222
 """
 
 RETURN = r"""

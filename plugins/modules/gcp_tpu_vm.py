@@ -33,7 +33,38 @@ options:
     default: present
     choices: [present, absent, checked]
   wait_timeout: {description: Seconds to wait for the create or delete operation., type: int, default: 1800}
-author: tfprov
+author:
+  - tfprov maintainers (@tfprov)
+"""
+
+EXAMPLES = r"""
+- name: Check that the TPU type is offered in the zone and the bucket is in its region
+  tfprov.gpu.gcp_tpu_vm:
+    project: my-project
+    zone: us-central2-b
+    name: train-tpu0
+    accelerator_type: v4-8
+    bucket: gs://my-training-data
+    vm_region: us-central2
+    state: checked
+
+- name: Create a Spot TPU VM
+  tfprov.gpu.gcp_tpu_vm:
+    project: my-project
+    zone: us-central2-b
+    name: train-tpu0
+    accelerator_type: v4-8
+    runtime_version: tpu-ubuntu2204-base
+    spot: true
+    labels:
+      tfprov-cluster: train
+
+- name: Delete it
+  tfprov.gpu.gcp_tpu_vm:
+    project: my-project
+    zone: us-central2-b
+    name: train-tpu0
+    state: absent
 """
 
 RETURN = r"""

@@ -20,7 +20,7 @@ description:
   - TensorFlow and its variant from the C(*.dist-info) directories (or conda's records) of the environment O(env).
   - Changes nothing; safe in check mode.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 extends_documentation_fragment:
   - tfprov.gpu.read_only
 options:

@@ -17,7 +17,7 @@ description:
     asked over its Unix socket with the standard library; no engine or no such container means none are ours.
   - Changes nothing.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   ports:
     description: Only report these ports; empty for every listening port.

@@ -18,7 +18,7 @@ description:
     a node that lost what the run put in memory, such as a loaded module or a started service.
   - Changes nothing.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options: {}
 extends_documentation_fragment:
   - tfprov.gpu.read_only

@@ -18,7 +18,7 @@ description:
     compatibility matrix (C(tfprov.gpu.gpu_model) filter) supplies it from the GPU name.
   - Changes nothing; safe in check mode.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 extends_documentation_fragment:
   - tfprov.gpu.read_only
 options:

@@ -20,7 +20,7 @@ description:
     re-signed (new expiry, same fingerprint) is picked up.
   - Needs no GnuPG on the node. Version 4 keys only; version 3, 5 and 6 keys are refused by name.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 attributes:
   check_mode:
     description: Downloads, parses and compares, then reports whether it would write; writes nothing.

@@ -18,7 +18,7 @@ description:
     C(nvidia-smi) or else the PCI bus), so that the plays that check a node before changing it read the node once.
   - Changes nothing; safe in check mode.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 extends_documentation_fragment:
   - tfprov.gpu.read_only
 options:

@@ -26,7 +26,7 @@ description:
   - With O(sync_plans), makes the controller's cache an exact copy of each C(gs://) and C(s3://) model of those
     plans (downloads checked by size and md5); in check mode it only reports what would change.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   models:
     description: The role's C(tf_serving_models) - C(name), C(source), C(version_policy), C(versions), C(labels),

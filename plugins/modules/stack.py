@@ -25,7 +25,7 @@ description:
     fingerprint (only checked when those options are passed).
   - Mixed GPUs on one node - the oldest decides both the compute capability floor and the newest driver branch.
 author:
-  - tfprov maintainers
+  - tfprov maintainers (@tfprov)
 options:
   tensorflow:
     description: C(latest), major.minor (its latest patch in the matrix) or an exact version.
