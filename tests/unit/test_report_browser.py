@@ -23,6 +23,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-default-apps", "--disable-domain-reliability", "--no-first-run",
          "--enable-logging=stderr", "--v=1", "--window-size=1280,2400"]
 CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)")
+# Chromium's own notes on how it loads, not the page's messages: on a busy machine it decides the network is slow and
+# says so ("Slow network is detected. ... Fallback font will be used while loading: ...") for a page on disk too.
+BROWSER_NOTES = re.compile(r'^"?Slow network is detected\.')
 LOADED = re.compile(r"FileURLLoader::Start: (\S+)|URLLoader[^:]*: (https?://\S+)")
 
 
@@ -42,7 +45,7 @@ def browse(page: Path, screenshot: Path, profile: Path) -> dict:
                           timeout=120)
     assert dom.returncode == 0 and shot.returncode == 0, (dom.stderr[-2000:], shot.stderr[-2000:])
     log = dom.stderr + shot.stderr
-    return {"dom": dom.stdout, "console": CONSOLE.findall(log),
+    return {"dom": dom.stdout, "console": [line for line in CONSOLE.findall(log) if not BROWSER_NOTES.match(line)],
             "loaded": sorted({a or b for a, b in LOADED.findall(log)}), "screenshot": screenshot}
 
 
