@@ -392,9 +392,22 @@ def show_converge(report: dict, out: Console) -> None:
                   f"{', '.join(f'{name} ({when})' for name, when in stood.items())}", highlight=False, soft_wrap=True)
 
 
+# The views `tfprov run` draws after its failures, in this order, whatever the order plans.yml gives them in
+# (converge, the line of nodes whose install was skipped, comes before the failures: see show_run).
+RUN_VIEWS = {
+    "bench": lambda report, run_dir, out: show_bench(report, run_dir / "bench", out),
+    "check": lambda report, run_dir, out: show_check(report, out),
+    "gate": lambda report, run_dir, out: show_gate(report, out),
+    "serving": lambda report, run_dir, out: show_serving(report, out),
+    "notebook": lambda report, run_dir, out: show_notebook(report, out),
+    "cluster": lambda report, run_dir, out: show_cluster(report, run_dir / "cluster", out),
+    "idle": lambda report, run_dir, out: show_idle(report, out),
+}
+
+
 def show_run(report: dict, run_dir: Path, views: tuple[str, ...], out: Console) -> None:
     """What `tfprov run` prints once a plan has run: the hosts, the durations, every failure in one line, then the
-    views the plan names (plans.yml), in this order, then where the report and the page are."""
+    views the plan names (plans.yml), then where the report and the page are."""
     out.print(summary_table(report))
     if report["plays"]:
         out.print(durations_table(report))
@@ -413,19 +426,8 @@ def show_run(report: dict, run_dir: Path, views: tuple[str, ...], out: Console) 
                   "is the local cloud up (tfprov up local)?", highlight=False)
     print_playbook_stopped(report)
     print_refused(report)
-    shown = {"bench": lambda: show_bench(report, run_dir / "bench", out),
-             "check": lambda: show_check(report, out),
-             "gate": lambda: show_gate(report, out),
-             "serving": lambda: show_serving(report, out),
-             "notebook": lambda: show_notebook(report, out),
-             "cluster": lambda: show_cluster(report, run_dir / "cluster", out),
-             "idle": lambda: show_idle(report, out)}
-    for view in RUN_VIEWS:
+    for view, show in RUN_VIEWS.items():
         if view in views:
-            shown[view]()
+            show(report, run_dir, out)
     out.print(f"report: {run_dir / 'report.json'}", highlight=False)
     out.print(f"page: {run_dir / 'report.html'} (tfprov report latest)", highlight=False)
-
-
-# The order `tfprov run` prints the views in, after its failures (converge comes before them: see show_run).
-RUN_VIEWS = ("bench", "check", "gate", "serving", "notebook", "cluster", "idle")

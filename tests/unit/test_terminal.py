@@ -3,7 +3,7 @@ terminal's order, and nothing of the views it does not name, whatever the report
 
 from rich.console import Console
 
-from tfprov import terminal
+from tfprov import plan, terminal
 
 GATE = {"level": "quick", "healthy": True, "gpu_node": False, "gpu_count": 0, "expected_gpu_count": 0,
         "driver_version": None, "dcgm": "absent", "lines": [], "notes": []}
@@ -42,3 +42,7 @@ def test_the_views_come_in_the_terminals_order_whatever_the_plans_order(tmp_path
     text = _shown(report, tmp_path, ("gate", "bench", "converge"))
     assert text.index("install skipped on 1 node(s)") < text.index("bench: matmul") < text.index("admission gate")
     assert f"bench: 1 JSON file(s) and {tmp_path / 'bench' / 'throughput.png'}" in text
+
+
+def test_every_view_a_plan_may_name_is_drawn():
+    assert ["converge", *terminal.RUN_VIEWS] == list(plan.VIEWS)  # converge: the line before the failures
