@@ -165,7 +165,7 @@ def test_up_writes_an_inventory_of_this_cluster_only_and_down_removes_it(capsys,
     assert run(capsys, ["up", "aws", "--spec", str(spec_file)])[0] == 0
     written = tmp_path / ".tfprov/inventories/demo.aws_ec2.yml"
     config = yaml.safe_load(written.read_text())
-    assert config["plugin"] == "tfprov.gpu.aws_ec2" and config["regions"] == ["eu-west-1"]
+    assert config["plugin"] == "amazon.aws.aws_ec2" and config["regions"] == ["eu-west-1"]
     assert config["filters"]["tag:tfprov:cluster"] == "demo" and "tag-key" not in config["filters"]
     assert config["filters"]["instance-state-name"] == ["pending", "running", "stopping", "stopped"]
     assert config["cache_prefix"] == "aws_ec2_demo_" and not list(cache.iterdir())
