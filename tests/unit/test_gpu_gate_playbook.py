@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,58 @@ def test_the_deep_level_times_an_all_reduce_against_the_boards_figure(tmp_path):
     assert failures(result)["eight"] == ("FAIL: all-reduce across the node's GPUs: bus bandwidth 61.0 GB/s is 26.5 % "
                                          "of the 230 GB/s expected, below 70 %: look for an NVLink link down")
     assert stats(result)["eight"]["gate"]["allreduce"]["busbw_gbps"] == 61.0
+
+
+def two_h100s_links_down(home: Path) -> str:
+    """An nvidia-smi answering as a node of two H100 SXM GPUs (the lent H100's answer, twice) whose 18 NVLink links
+    are all down."""
+    text = (FIXTURES / "h100-80gb-hbm3.580-lent.idle.xml").read_text()
+    start, end = text.index("<gpu id="), text.index("</gpu>") + len("</gpu>")
+    second = text[start:end].replace("00000000:00:06.0", "00000000:00:07.0")
+    (home / "two.xml").write_text(text[:end] + "\n" + second + text[end:])
+    links = "".join(f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i})\n"
+                    + "".join(f"\t Link {n}: <inactive>\n" for n in range(18)) for i in range(2))
+    (home / "links.txt").write_text(links)
+    return executable(home / "nvidia-smi", f'#!/bin/sh\n[ "$1" = nvlink ] && exec cat "{home / "links.txt"}"\n'
+                                           f'cat "{home / "two.xml"}"\n')
+
+
+def test_a_hung_nvidia_smi_a_bare_sxm_board_and_a_node_whose_gpu_is_gone_fail(tmp_path):
+    hung = node(tmp_path, "hung", 1)
+    hung["__smi"] = executable(tmp_path / "hung" / "nvidia-smi", "#!/bin/sh\nexec sleep 600\n")
+    sxm = node(tmp_path, "sxm", 2)
+    sxm["__smi"] = two_h100s_links_down(tmp_path / "sxm")
+    del sxm["tfprov_gpu_count"]  # a static inventory: no count, no tfprov_gpu_nvlink
+    gone = node(tmp_path, "gone", 0, XID_79.replace("0000:00:1e", "0000:00:1f"))
+    gone["__smi"] = executable(tmp_path / "gone" / "nvidia-smi", '#!/bin/sh\necho "No devices were found"\nexit 6\n')
+    del gone["tfprov_gpu_count"]
+    (tmp_path / "gone" / "record").mkdir()
+    (tmp_path / "gone" / "record" / "node.json").write_text(json.dumps({"facts": {"nvidia_gpu": {"count": 1}}}))
+    gone["tfprov_converge_record_dir"] = str(tmp_path / "gone" / "record")
+    started = time.time()
+    proc, result = run(tmp_path, {"hung": hung, "sxm": sxm, "gone": gone}, "-e", "tfprov_gate_smi_timeout=2")
+    assert time.time() - started < 60, "the hung node held the gate"
+    failed = failures(result)
+    assert failed["hung"].startswith("FAIL: nvidia-smi -q -x did not answer within 2 s: reboot the node")
+    assert [line.split(", 3,")[0] for line in failed["sxm"].splitlines()] == [
+        "FAIL: GPU 0 (00000000:00:06.0): NVLink link(s) 0, 1, 2",
+        "FAIL: GPU 1 (00000000:00:07.0): NVLink link(s) 0, 1, 2"]
+    assert "(0 of 18 up)" in failed["sxm"]
+    assert failed["gone"].splitlines()[0] == (
+        "FAIL: expected 1 GPU, found none (its last converge had 1): look for XID 79 or a GPU off the bus in the "
+        "kernel log; reboot the node; if one stays missing, take the node out of service and replace it (report the "
+        "GPU to the provider)")
+    assert "XID 79 (GPU has fallen off the bus)" in failed["gone"].splitlines()[1]
+    gate = stats(result)
+    assert not any(gate[host]["gate"]["healthy"] for host in ("hung", "sxm", "gone"))
+    assert (gate["gone"]["gate"]["gpu_node"], gate["gone"]["gate"]["expected_gpu_count"]) == (True, 1)
+
+
+def test_a_gate_task_past_its_own_time_limit_fails_the_node_with_a_line_in_the_report(tmp_path):
+    hung = node(tmp_path, "hung", 1)
+    hung["__smi"] = executable(tmp_path / "hung" / "nvidia-smi", "#!/bin/sh\nexec sleep 600\n")
+    proc, result = run(tmp_path, {"hung": hung}, "-e", "tfprov_gate_timeout=3", "-e", "tfprov_gate_smi_timeout=8")
+    line = ("FAIL: the gate did not finish within 3 s (tfprov_gate_timeout): a command on the node hangs: reboot the "
+            "node; if it recurs, take the node out of service")
+    assert failures(result) == {"hung": line}
+    assert stats(result)["hung"]["gate"]["lines"] == [line] and not stats(result)["hung"]["gate"]["healthy"]
