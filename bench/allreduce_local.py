@@ -88,8 +88,8 @@ def run(args) -> tuple[dict, int]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mb", type=float, default=256.0, help="MB all-reduced per device (nccl-tests' size range "
-                                                                 "tops out in the hundreds)")
+    parser.add_argument("--mb", type=float, default=256.0,
+                        help="MB all-reduced per device (nccl-tests' size range tops out in the hundreds)")
     parser.add_argument("--reps", type=int, default=10, help="timed all-reduces; the median is kept")
     parser.add_argument("--expected-gbps", type=float, default=None, help="the interconnect's bus bandwidth, GB/s")
     parser.add_argument("--min-fraction", type=float, default=0.7, help="fail below this fraction of it")

@@ -350,8 +350,8 @@ def normalize(spec, matrix, provider=None):
     if kind not in PROVIDERS:
         raise SpecError("provider is %r: set provider: aws or provider: gcp" % (kind,))
     if provider and kind != provider:
-        raise SpecError("provider is %s but this is `%s`: run it with %s or set provider: %s" % (kind, provider, kind,
-                                                                                               provider))
+        raise SpecError("provider is %s but this is `%s`: run it with %s or set provider: %s"
+                        % (kind, provider, kind, provider))
     if kind == "gcp" and not (isinstance(spec.get("project"), str) and _GCP_PROJECT.match(spec["project"])):
         raise SpecError("project is %r: give the GCP project id, e.g. project: my-project" % (spec.get("project"),))
     if kind == "aws" and spec.get("tpus"):

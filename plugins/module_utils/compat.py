@@ -38,7 +38,7 @@ def version_tuple(version):
 
 
 def major(version):
-    return str(version).split(".")[0]
+    return str(version).split(".", 1)[0]
 
 
 def _major_minor(version):
@@ -190,7 +190,7 @@ def gpu_runs(matrix, row, gpu):
     last = gpu.get("last_driver_branch")
     if last and version_tuple(last) < version_tuple(needed):
         return "CUDA %s needs driver branch >= %s; the last for %s is %s" % (row["cuda"], needed,
-                                                                           gpu["architecture"], last)
+                                                                             gpu["architecture"], last)
     return None
 
 

@@ -8,7 +8,6 @@ __metaclass__ = type
 import glob
 import json
 import os
-import subprocess
 import sys
 
 # library => (soname prefix, version function, how to read its integer)
@@ -52,23 +51,24 @@ def _candidates(prefix, search_paths):
     return found or [prefix + suffix for suffix in (".13", ".12", ".11", ".9", ".8", "")]
 
 
-def _load(candidate, function, style):
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, candidate, function, style],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = child.communicate()
-    if child.returncode != 0:
-        lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
-        raise OSError(lines[-1] if lines else "loading %s failed (exit %d)" % (candidate, child.returncode))
-    return json.loads(out.decode("utf-8"))
+def _load(run_command, candidate, function, style):
+    rc, out, err = run_command([sys.executable, "-c", _CHILD, candidate, function, style])
+    if rc != 0:
+        lines = [line for line in err.splitlines() if line.strip()]
+        raise OSError(lines[-1] if lines else "loading %s failed (exit %d)" % (candidate, rc))
+    return json.loads(out)
 
 
-def probe(library, search_paths=()):
-    """{'path', 'version'} of the first copy that loads, or {'error'} saying why none did."""
+def probe(library, search_paths, run_command):
+    """{'path', 'version'} of the first copy that loads, or {'error'} saying why none did.
+
+    run_command(argv) -> (rc, stdout, stderr) as text: the module's run_command (each copy loads in a child).
+    """
     prefix, function, style = LIBRARIES[library]
     errors = []
     for candidate in _candidates(prefix, search_paths):
         try:
-            result = _load(candidate, function, style)
+            result = _load(run_command, candidate, function, style)
         except OSError as exc:
             errors.append(str(exc))
             continue

@@ -105,4 +105,3 @@ def how_to_apply(keys):
     if not keys:
         return "none"
     return "reload" if set(keys) <= RELOADABLE else "restart"
-

@@ -146,7 +146,6 @@ class GcpApi(object):
                               reason=str(error.get("code", "")))
         return operation
 
-
     def wait_compute_operation(self, operation, timeout=600, interval=2):
         """Poll a Compute API operation ({name, status, selfLink, error.errors}) until DONE; GcpApiError on error."""
         deadline = time.time() + timeout

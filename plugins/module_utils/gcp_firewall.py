@@ -25,7 +25,7 @@ def opens_port(rule, port):
         if not ports:
             return True
         for item in ports:
-            low, _, high = str(item).partition("-")
+            low, dummy, high = str(item).partition("-")
             if int(low) <= port <= int(high or low):
                 return True
     return False
@@ -79,4 +79,4 @@ def refusal(network, found, operator_cidr):
     return ("network %s: firewall rule %s opens tcp:%d to %s, wider than %s: disable or narrow that rule, or remove "
             "network from the spec so tfprov makes the cluster a network of its own"
             % (network, name, port, ", ".join(wider[:3]) + (" and %d more" % (len(wider) - 3) if len(wider) > 3
-                                                             else ""), allowed))
+                                                            else ""), allowed))

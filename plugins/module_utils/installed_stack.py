@@ -67,7 +67,7 @@ def dpkg_packages(root):
 
 def rpm_packages(run_command):
     """{name: version} of the NVIDIA packages rpm knows; run_command(argv) -> (rc, out, err)."""
-    rc, out, _ = run_command(["rpm", "-q", "-a", "--qf", "%{NAME}\t%{VERSION}\n"] + _RPM_PATTERNS)
+    rc, out, dummy = run_command(["rpm", "-q", "-a", "--qf", "%{NAME}\t%{VERSION}\n"] + _RPM_PATTERNS)
     if rc not in (0, 1):
         return {}
     return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
@@ -108,7 +108,7 @@ def env_python(root, env, conda):
     the lib/pythonX.Y directory's name."""
     text = _read(os.path.join(_under(root, env), "pyvenv.cfg")) or ""
     for line in text.splitlines():
-        key, _, value = line.partition("=")
+        key, dummy, value = line.partition("=")
         if key.strip() in ("version", "version_info") and _VERSION.match(value.strip()):
             return ".".join(_VERSION.match(value.strip()).group(1).split(".")[:3])
     if conda.get("python"):

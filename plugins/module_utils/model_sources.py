@@ -73,7 +73,7 @@ def parse_source(source):
         if not rest:
             raise ValueError("model source {}: no path after file://".format(text))
         return Source("file", path=os.path.expanduser(rest))
-    bucket, _, prefix = rest.partition("/")
+    bucket, dummy, prefix = rest.partition("/")
     if not bucket:
         raise ValueError("model source {}: no bucket name (expected {}://BUCKET/PREFIX)".format(text, scheme))
     prefix = prefix.strip("/")
@@ -155,7 +155,7 @@ def _local_files(src):
             full = os.path.join(root, name)
             if os.path.isfile(full):
                 files[os.path.relpath(full, src.path).replace(os.sep, "/")] = {"size": os.path.getsize(full),
-                                                                              "md5": None}
+                                                                               "md5": None}
     return files
 
 
@@ -269,7 +269,7 @@ class _S3:
     def objects(self):
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.src.bucket,
-                                                                            Prefix=self.src.prefix)
+                                                                          Prefix=self.src.prefix)
             for page in pages:
                 for item in page.get("Contents", []):
                     etag = item.get("ETag", "").strip('"').lower()

@@ -225,7 +225,7 @@ def _cudnn_full(s, stack, gpu_stack):
     if by_full_version and ".".join(full.split(".")[:2]) != stack["cudnn"]:
         raise CompatError("cudnn_method=%s installs cuDNN %s by its full version, but that is %s: set "
                           "cudnn_full_version (e.g. %s.0.x)" % (s["cudnn_method"], stack["cudnn"], full or "unknown",
-                                                               stack["cudnn"]))
+                                                                stack["cudnn"]))
     return full
 
 

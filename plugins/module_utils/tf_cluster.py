@@ -99,7 +99,7 @@ def _check_layout(strategy, roles):
                 raise TfClusterError("host %s is in both %s and %s: a host has one TF role, remove it from one of "
                                      "them" % (host, seen[host], group))
             seen[host] = group
-    chief, worker, ps, evaluator = (roles[t] for t, _ in ROLE_GROUPS)
+    chief, worker, ps, evaluator = (roles[t] for t, dummy in ROLE_GROUPS)
     if not (chief or worker or ps):
         raise TfClusterError("the TF cluster is empty: put hosts in tfprov_chief, tfprov_worker or tfprov_ps")
     if len(chief) > 1:
@@ -157,11 +157,11 @@ def cluster_plan(hostvars, groups, strategy="multi_worker_mirrored"):
                              % (strategy, STRATEGIES[0], STRATEGIES[1]))
     roles = {task_type: _group(groups, group) for task_type, group in ROLE_GROUPS}
     _check_layout(strategy, roles)
-    chief, worker, ps, evaluator = (roles[t] for t, _ in ROLE_GROUPS)
+    chief, worker, ps, evaluator = (roles[t] for t, dummy in ROLE_GROUPS)
     mirrored = strategy == "multi_worker_mirrored"
     ignored = ps if mirrored else []
     jobs = [("chief", chief), ("worker", worker)] + ([] if mirrored else [("ps", ps)])
-    members = [host for _, hosts in jobs for host in hosts]
+    members = [host for dummy, hosts in jobs for host in hosts]
     endpoints = _endpoints(hostvars, members, evaluator)
 
     tasks, cluster = {}, {}

@@ -183,7 +183,7 @@ def place(module, ec2, runner):
         return inst, zone, full
     module.fail_json(msg="no capacity for %s (%s) in any of the spec's zones %s: add zones to the spec's zones, "
                          "pick another instance type, or try again later" % (params["instance_type"], params["name"],
-                                                                          ", ".join(params["zones"])),
+                                                                             ", ".join(params["zones"])),
                      full_zones=full)
 
 

@@ -101,7 +101,6 @@ ansible_facts:
 import glob
 import json
 import os
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -134,20 +133,23 @@ def witness_state(patterns):
     return state
 
 
-def unit_states(unit_dir=UNIT_DIR, systemd_running=SYSTEMD_RUNNING, run=subprocess.run):
-    """{unit: active state} for the tfprov-* units, where systemd runs (a container node may have none)."""
+def unit_states(run_command, unit_dir=UNIT_DIR, systemd_running=SYSTEMD_RUNNING):
+    """{unit: active state} for the tfprov-* units, where systemd runs (a container node may have none).
+
+    run_command(argv) -> (rc, stdout, stderr): the module's.
+    """
     if not os.path.isdir(systemd_running) or not os.path.isdir(unit_dir):
         return {}
     units = sorted(name for name in os.listdir(unit_dir) if name.startswith("tfprov-"))
     if not units:
         return {}
     # One line per unit, in order; exit 3 when one is not active, which is an answer, not a failure.
-    result = run(["systemctl", "is-active"] + units, capture_output=True, text=True)
-    return dict(zip(units, result.stdout.split()))
+    dummy_rc, out, dummy_err = run_command(["systemctl", "is-active"] + units)
+    return dict(zip(units, out.split()))
 
 
-def snapshot(witnesses):
-    return {"witnesses": witness_state(witnesses), "units": unit_states()}
+def snapshot(witnesses, run_command):
+    return {"witnesses": witness_state(witnesses), "units": unit_states(run_command)}
 
 
 def first_difference(old, new):
@@ -221,14 +223,15 @@ def main():
             record = {"inputs": params["inputs"], "boot_id": boot_id(), "recorded_epoch": int(time.time()),
                       "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       "report": params["report"], "facts": params["facts"]}
-            record.update(snapshot(params["witnesses"]))
+            record.update(snapshot(params["witnesses"], module.run_command))
             if not module.check_mode:
                 write_record(path, record)
             module.exit_json(changed=False, current=True, reason="", recorded_at=record["recorded_at"],
                              report={}, ansible_facts={})
         record = read_record(path)
         now_boot = boot_id()
-        reason = judge(record, params["inputs"], now_boot, snapshot(params["witnesses"]), params["max_age_hours"])
+        reason = judge(record, params["inputs"], now_boot, snapshot(params["witnesses"], module.run_command),
+                       params["max_age_hours"])
     except OSError as exc:
         module.fail_json(msg="cannot read or write the converge record %s: %s" % (path, exc))
     current = not reason

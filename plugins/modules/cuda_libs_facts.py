@@ -62,7 +62,11 @@ def main():
         },
         supports_check_mode=True,
     )
-    found = {lib: probe(lib, module.params["search_paths"]) for lib in module.params["libraries"]}
+
+    def run_command(argv):
+        return module.run_command(argv, errors="surrogate_then_replace")
+
+    found = {lib: probe(lib, module.params["search_paths"], run_command) for lib in module.params["libraries"]}
     module.exit_json(changed=False, libraries=found)
 
 

@@ -107,7 +107,6 @@ report:
   sample: {"ok": true, "task": "worker:0", "workers": 2, "problems": []}
 """
 
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -150,16 +149,21 @@ def sync_journal(module, journalctl, timeout=SYNC_TIMEOUT):
     ended, its own last lines and systemd's "Deactivated successfully", still wait in journald's sockets: read
     then, a job that succeeded in a second looks as if it never started. `journalctl --sync` returns once journald
     has written everything sent before it (it needs root; without it the journal is read as it is). It waits for
-    journald without end: a journald that does not answer is given `timeout` seconds.
+    journald without end: a journald that does not answer is given `timeout` seconds (coreutils' timeout ends it
+    then, killing it a second later if it is still there: run_command has no time limit of its own).
     """
-    try:
-        done = subprocess.run([journalctl, "--sync"], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    command = [journalctl, "--sync"]
+    limit = module.get_bin_path("timeout")
+    if limit:
+        command = [limit, "--kill-after=1", "%g" % timeout] + command
+    rc, dummy_out, err = module.run_command(command)
+    # 124: ended at the time limit; killed, timeout exits 128 + 9 or is killed with its process group.
+    if limit and rc in (124, 128 + 9, -9):
         module.warn("journald did not store its pending messages within %g s: the log of a job that has just ended "
                     "may lack its last lines" % timeout)
         return
-    if done.returncode != 0:
-        module.warn("journalctl --sync failed, the log may lack its last lines: %s" % _first_line(done.stderr))
+    if rc != 0:
+        module.warn("journalctl --sync failed, the log may lack its last lines: %s" % _first_line(err))
 
 
 def main():

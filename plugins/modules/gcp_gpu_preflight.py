@@ -136,7 +136,7 @@ def not_offered(node, zones):
     listing = "accelerator-types" if node["accelerator"] else "machine-types"
     return ("roles.%s: %s is not offered in zone(s) %s: add a zone that offers it to zones (gcloud compute %s list "
             "--filter=name=%s) or pick another %s" % (node["role"], what, ", ".join(zones), listing, what,
-                                                     "accelerator" if node["accelerator"] else "machine type"))
+                                                      "accelerator" if node["accelerator"] else "machine type"))
 
 
 def check_quota(needed, quotas, where, project):

@@ -116,7 +116,7 @@ def network_config(params):
         config["network"] = "projects/%s/global/networks/%s" % (params["project"], params["network"])
     if params.get("subnetwork"):
         config["subnetwork"] = "projects/%s/regions/%s/subnetworks/%s" % (params["project"], region_of(params["zone"]),
-                                                                        params["subnetwork"])
+                                                                          params["subnetwork"])
     return config
 
 

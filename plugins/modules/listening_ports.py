@@ -88,7 +88,7 @@ def parse_proc_net_tcp(text, family):
         fields = line.split()
         if len(fields) < 10 or fields[3] != LISTEN:
             continue
-        address, _, port = fields[1].partition(":")
+        address, dummy, port = fields[1].partition(":")
         result.append({"port": int(port, 16), "address": decode(address), "family": family,
                        "inode": int(fields[9])})
     return result

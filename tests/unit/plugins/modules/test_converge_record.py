@@ -27,7 +27,7 @@ def node(tmp_path, monkeypatch):
     profile.mkdir()
     (profile / "tfprov-tensorflow.sh").write_text("export TFPROV_TF_ENV=/opt/tfprov/envs/tf\n")
     monkeypatch.setattr(converge_record, "boot_id", lambda: "boot-1")
-    monkeypatch.setattr(converge_record, "unit_states", lambda: {})
+    monkeypatch.setattr(converge_record, "unit_states", lambda run_command: {})
     witnesses = [str(tmp_path / "env/lib/python*/site-packages"), str(profile), str(tmp_path / "absent")]
     common = dict(name="node", witnesses=witnesses, directory=str(tmp_path / "records"))
     return tmp_path, common
@@ -105,9 +105,9 @@ def test_a_change_to_a_witness_does_not_stand_and_names_the_path(capsys, node, c
 
 def test_a_unit_that_changed_state_does_not_stand(capsys, node, monkeypatch):
     _, common = node
-    monkeypatch.setattr(converge_record, "unit_states", lambda: {"tfprov-idle-stop.timer": "active"})
+    monkeypatch.setattr(converge_record, "unit_states", lambda run_command: {"tfprov-idle-stop.timer": "active"})
     run(capsys, state="record", inputs="in-1", **common)
-    monkeypatch.setattr(converge_record, "unit_states", lambda: {"tfprov-idle-stop.timer": "inactive"})
+    monkeypatch.setattr(converge_record, "unit_states", lambda run_command: {"tfprov-idle-stop.timer": "inactive"})
     assert run(capsys, inputs="in-1", **common)["reason"] == "tfprov-idle-stop.timer changed state since"
 
 
@@ -137,12 +137,12 @@ def test_unit_states_asks_systemctl_about_the_tfprov_units_only_where_systemd_ru
         (units / name).write_text("")
     asked = []
 
-    def systemctl(argv, **_):
+    def systemctl(argv):
         asked.append(argv)
-        return type("Done", (), {"stdout": "inactive\nactive\n", "returncode": 3})()
+        return 3, "inactive\nactive\n", ""
 
-    assert converge_record.unit_states(str(units), str(running), systemctl) == {}  # no systemd: not asked
+    assert converge_record.unit_states(systemctl, str(units), str(running)) == {}  # no systemd: not asked
     running.mkdir()
-    assert converge_record.unit_states(str(units), str(running), systemctl) == {
+    assert converge_record.unit_states(systemctl, str(units), str(running)) == {
         "tfprov-idle-stop.service": "inactive", "tfprov-idle-stop.timer": "active"}
     assert asked == [["systemctl", "is-active", "tfprov-idle-stop.service", "tfprov-idle-stop.timer"]]

@@ -3,6 +3,7 @@ messages about a job that ended, and the job's own line, reach the journal only 
 
 import json
 import stat
+import time
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -37,6 +38,7 @@ def fake_node(tmp_path, monkeypatch, sync_works=True):
     sync = f'touch "{synced}"' if sync_works else 'echo "Failed to trigger a sync: Access denied" >&2; exit 1'
     scripts = {
         "systemctl": f'cat "{tmp_path / "show.txt"}"',
+        "timeout": 'exec timeout "$@"',  # coreutils' own, which the module puts before journalctl --sync
         "journalctl": f'echo "$*" >> "{tmp_path / "calls"}"\n'
                       f'[ "$1" = --sync ] && {{ {sync}; exit 0; }}\n'
                       f'[ -e "{synced}" ] || exit 0\n'
@@ -90,7 +92,11 @@ def test_a_journald_that_does_not_answer_the_sync_is_given_up_on_with_a_warning(
     script.write_text("#!/bin/sh\nexec sleep 30\n")  # a stopped journald: --sync never returns
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     warnings = []
-    module = type("Module", (), {"warn": lambda self, message: warnings.append(message)})()
+    monkeypatch.setattr(dist_job_status.AnsibleModule, "warn", lambda self, message: warnings.append(message))
+    with patch_module_args({"unit": "tfprov-quick.service"}):
+        module = dist_job_status.AnsibleModule(argument_spec={"unit": {"type": "str"}})
+    start = time.monotonic()
     dist_job_status.sync_journal(module, str(script), timeout=0.5)
     assert len(warnings) == 1 and "did not store its pending messages within 0.5 s" in warnings[0]
+    assert time.monotonic() - start < 10  # killed, not waited for
 
