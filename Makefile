@@ -28,7 +28,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
+.PHONY: help venv venv-oldest unit-oldest e2e-oldest test-oldest browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
 
 help:
 	@echo "make check  - lint + unit: the edit loop"
@@ -40,7 +40,10 @@ help:
 	@echo "make build  - the collection tarball (dist/), checked"
 	@echo "make docs   - the collection reference and the guides as one site (docs/reference/build/html), docs linted"
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
-	@echo "make test   - lint, unit and e2e-local tests, collection build, docs, molecule, integration tests (what CI runs)"
+	@echo "make test   - lint, sanity, unit and e2e-local tests, build, docs, molecule, integration, oldest core (what CI runs)"
+	@echo "make venv   - .venv: the newest Python here with the newest Ansible (14: ansible-core 2.21) and the test tools"
+	@echo "make test-oldest - the oldest supported end (Ansible 12: ansible-core 2.19, Python 3.11, .venv-oldest):"
+	@echo "               unit tests, then one end-to-end tfprov run node and one tfprov run cluster"
 	@echo "make heavy  - molecule scenarios too heavy for CI (NVIDIA kernel module build, distro CUDA toolkit)"
 	@echo "make bench-converge - fresh and no-op tfprov run node on 1, 2, 4 and 8 local nodes (a benchmark)"
 	@echo "make bench-rerun    - no-op tfprov run node on 1, 4 and 8 baked nodes, skipping what stands against --full"
@@ -64,15 +67,23 @@ $(BIN)/tfprov: pyproject.toml
 	$(BIN)/python tests/support/ansible_versions.py
 	touch $@
 
-# The oldest supported end: ansible-core 2.19 with Ansible 12's collections on Python 3.11 (make test-oldest).
-$(VENV_OLDEST)/bin/tfprov: pyproject.toml
-	$(PYTHON_OLDEST) -m venv $(VENV_OLDEST)
-	$(VENV_OLDEST)/bin/pip install -q --upgrade pip
-	$(VENV_OLDEST)/bin/pip install -q -e '.[test,local]' '$(ANSIBLE_OLDEST)'
-	$(VENV_OLDEST)/bin/python tests/support/ansible_versions.py
-	touch $@
+# The oldest supported end: ansible-core 2.19 with Ansible 12's collections on Debian 12's Python 3.11, in a venv of
+# its own (the same rule, other settings).
+OLDEST := VENV=$(VENV_OLDEST) PYTHON=$(PYTHON_OLDEST) ANSIBLE_PACKAGE=oldest
+venv-oldest:
+	$(MAKE) --no-print-directory venv $(OLDEST)
 
-venv-oldest: $(VENV_OLDEST)/bin/tfprov collection-link
+# The oldest supported end's tests: the unit tests, then one end-to-end `tfprov run node` and one `tfprov run
+# cluster` on the local cloud (the tests run tfprov from the venv whose pytest runs them). `make test` runs both.
+OLDEST_E2E := tests/integration/test_e2e_node.py::test_run_node_over_ssh_installs_tensorflow_and_ends_with_the_quick_check \
+  tests/integration/test_e2e_cluster.py::test_run_cluster_passes_the_distributed_check
+unit-oldest: venv-oldest
+	$(MAKE) --no-print-directory unit $(OLDEST)
+
+e2e-oldest: venv-oldest images serving-image baked-image
+	$(abspath $(VENV_OLDEST))/bin/pytest -q $(OLDEST_E2E)
+
+test-oldest: unit-oldest e2e-oldest
 
 venv: $(BIN)/tfprov collection-link
 
@@ -312,7 +323,7 @@ cluster-faults: images baked-image
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
 	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
-	$(call run_lane,unit,$(MAKE) --no-print-directory unit e2e-local) & u=$$!; \
+	$(call run_lane,unit,$(MAKE) --no-print-directory unit e2e-local unit-oldest) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
 	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED \
 	         (lines starting with [lane images]),images); exit 1; }; \
@@ -325,7 +336,7 @@ test: venv $(VENV)/.docs-extra
 
 # make test's molecule lanes, which it starts once the images are there (run alone, it assumes they are).
 test-lanes:
-	$(call molecule_lanes,make test, && $(MAKE) --no-print-directory integration)
+	$(call molecule_lanes,make test, && $(MAKE) --no-print-directory integration e2e-oldest)
 
 clean:
 	rm -rf dist .tfprov .pytest_cache .ruff_cache
