@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """All-reduce bus bandwidth across the GPUs of one node, run inside its TensorFlow environment. Prints ONE JSON line.
 
 TensorFlow's MirroredStrategy over every GPU with NCCL (tf.distribute.NcclAllReduce, as training on the node uses
@@ -57,7 +57,7 @@ def measure(tf, devices: list[str], megabytes: float, reps: int, nccl: bool) -> 
 
     reduce().numpy()
     times = []
-    for _ in range(reps):
+    for dummy in range(reps):
         start = time.perf_counter()
         reduce().numpy()
         times.append(time.perf_counter() - start)

@@ -101,7 +101,7 @@ def main() -> int:
     x_train, x_test, y_train, y_test = load_data(args.seed)
     model = build_model()
     model.fit(x_train, y_train, epochs=args.epochs, batch_size=64, shuffle=True, verbose=0)
-    _, accuracy = model.evaluate(x_test, y_test, verbose=0)
+    dummy, accuracy = model.evaluate(x_test, y_test, verbose=0)
     print(f"test accuracy {accuracy:.4f} on {len(y_test)} held-out images ({len(y_train)} trained)")
 
     target = args.export_dir / str(args.version)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The built-in distributed check: train a small model on every task of a TensorFlow cluster, prove they all
 took part and agree. Progress lines, then ONE JSON line: {"tfprov_dist_check": {...}}.
 
@@ -243,7 +243,7 @@ def unreachable(tf_config: dict, connect) -> list[str]:
     """The tasks whose address takes no TCP connection; connect(host, port) raises OSError when it fails."""
     down = []
     for task, address in cluster_addresses(tf_config):
-        host, _, port = address.rpartition(":")
+        host, dummy, port = address.rpartition(":")
         try:
             connect(host.strip("[]"), int(port))
         except (OSError, ValueError):
@@ -440,7 +440,7 @@ def train_locally(tf, args, x, y) -> tuple[float, float, float, list]:
 
     first = float(step())  # traces: kept out of the timing
     start = time.perf_counter()
-    for _ in range(args.steps - 1):
+    for dummy in range(args.steps - 1):
         last = step()
     last = float(last) if args.steps > 1 else first
     rate = (args.steps - 1) * args.batch / (time.perf_counter() - start) if args.steps > 1 else 0.0
@@ -448,7 +448,7 @@ def train_locally(tf, args, x, y) -> tuple[float, float, float, list]:
 
 
 def baseline(tf, args, x, y) -> float:
-    first, last, rate, _ = train_locally(tf, args, x, y)
+    first, last, rate, dummy = train_locally(tf, args, x, y)
     say(f"baseline: {args.steps} steps on this task alone, loss {first:.3f} -> {last:.3f}, {rate:.0f} examples/s")
     return rate
 
@@ -523,7 +523,7 @@ def measure_allreduce(tf, strategy, args, workers: int) -> dict:
 
     reduce(tensor).numpy()
     times = []
-    for _ in range(args.allreduce_reps):
+    for dummy in range(args.allreduce_reps):
         start = time.perf_counter()
         reduce(tensor).numpy()  # .numpy() waits for the collective to finish
         times.append(time.perf_counter() - start)
@@ -576,7 +576,7 @@ def run_parameter_server(tf, args, tf_config: dict, x, y, connected) -> dict:
     chunk = args.progress_every * len(expected)
     while len(results) < total:
         more = min(chunk - len(results) % chunk, total - len(results))  # progress at multiples of chunk
-        results += [coordinator.schedule(worker_step, args=(iterator,)) for _ in range(more)]
+        results += [coordinator.schedule(worker_step, args=(iterator,)) for dummy in range(more)]
         coordinator.join()
         say(f"step {len(results)}/{total} loss {float(results[-1].fetch()[0]):.4f}")
     seconds = time.perf_counter() - start
@@ -594,7 +594,7 @@ def run_parameter_server(tf, args, tf_config: dict, x, y, connected) -> dict:
 
 def run_evaluator(tf, args, tf_config: dict, x, y) -> dict:
     """An evaluator takes no part in training: it only checks that TensorFlow trains here, alone."""
-    first, last, _, arrays = train_locally(tf, args, x, y)
+    first, last, dummy, arrays = train_locally(tf, args, x, y)
     return {"expected": [], "loss_first": round(first, 4), "loss_last": round(last, 4), "participants": [],
             "weights_identical": None, "digest": weights_digest(arrays), "rates": {}, "arrays": arrays,
             "variables_off_ps": None, "note": "evaluator: not part of training, local run only"}
@@ -607,7 +607,7 @@ def save_if_chief(tf, args, tf_config: dict, arrays: list) -> tuple[str | None, 
     if not path:
         say("no --save-dir and no TFPROV_SHARED_DIR: the final weights are not saved")
         return None, []
-    names = [f"{name}_{suffix}" for name, _, _ in LAYERS for suffix in ("kernel", "bias")]
+    names = [f"{name}_{suffix}" for name, *dummy in LAYERS for suffix in ("kernel", "bias")]
     try:
         save_weights(path, {name: arrays[i] for i, name in enumerate(names)}, tf.io.gfile)
     except Exception as exc:  # noqa: BLE001 - any storage error is a problem of the check, in one line
@@ -624,7 +624,7 @@ def run(args, tf_config: dict, started: float) -> dict:
 
     def connected():  # the supervisor's startup deadline ends with this line
         say(f"{task_name(tf_config)}: {CLUSTER_UP}")
-    kind = task_name(tf_config).split(":")[0]
+    kind = task_name(tf_config).split(":", 1)[0]
     if kind == "evaluator":
         result = run_evaluator(tf, args, tf_config, x, y)
     elif args.strategy == "parameter_server":

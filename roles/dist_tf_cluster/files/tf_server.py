@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Serve this host's ps or worker task of a TensorFlow cluster (parameter_server strategy) until stopped.
 
 The task and the cluster come from TF_CONFIG. The chief's ClusterCoordinator places variables on the ps tasks

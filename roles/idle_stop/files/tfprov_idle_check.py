@@ -31,7 +31,7 @@ COMPUTE = "https://compute.googleapis.com/compute/v1"
 
 def run(argv: list[str]) -> tuple[int, str]:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         return 127, str(err)
     return proc.returncode, proc.stdout if proc.returncode == 0 else (proc.stderr or proc.stdout)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """GPU check and matmul bench, run on a node inside its TensorFlow environment. Prints JSON.
 
 Lists the devices TensorFlow sees, then times N x N matmuls (warm-up, median of repeats) on the CPU and on

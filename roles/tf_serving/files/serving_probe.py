@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check TF Serving's models from the node and time their predicts; print one JSON line.
 
@@ -97,7 +97,7 @@ def container_state(name):
     """(status, exit code, restart count) of the container; None where the engine cannot be asked."""
     try:
         proc = subprocess.run(["docker", "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}} "
-                               "{{.RestartCount}}", name], capture_output=True, text=True, timeout=10)
+                               "{{.RestartCount}}", name], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
@@ -109,7 +109,7 @@ def container_state(name):
 def settled(url, model):
     """Every expected version AVAILABLE, or one that ended with an error (the probe then says which)."""
     try:
-        _, status = call("{}/v1/models/{}".format(url, model["name"]), timeout=5)
+        dummy, status = call("{}/v1/models/{}".format(url, model["name"]), timeout=5)
     except (URLError, OSError, ValueError):
         return False  # not answering yet: the server is starting
     entries = status.get("model_version_status") or []
