@@ -17,4 +17,9 @@ done
 for file in bench/dist_check.py roles/tensorflow_gpu/files/gpu_check.py roles/dist_tf_cluster/files/tf_server.py playbooks/cluster.yml; do
   [ -f "$tmp/ansible_collections/tfprov/gpu/$file" ] || { echo "$file is missing from the tarball" >&2; exit 1; }
 done
+# The benchmarks' drivers are run from a checkout (galaxy.yml's build_ignore): not in the collection.
+if ls "$tmp/ansible_collections/tfprov/gpu/bench/" | grep -qvxE 'dist_check.py|allreduce_local.py|README.md|RESULTS.md'; then
+  echo "bench/ in the tarball has more than the collection runs on nodes: $(ls "$tmp/ansible_collections/tfprov/gpu/bench/")" >&2
+  exit 1
+fi
 echo "collection tarball installs and its plugins load: $(basename "$tarball")"
