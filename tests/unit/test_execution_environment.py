@@ -54,15 +54,12 @@ def test_context_carries_the_collections_of_requirements_yml(context):
     assert set(galaxy["dependencies"]) <= names, "every dependency of galaxy.yml must be in the EE"
 
 
-def test_every_pinned_collection_is_within_galaxy_ymls_range():
-    from packaging.specifiers import SpecifierSet
-
-    pinned = {c["name"]: c["version"] for c in yaml.safe_load((ROOT / "requirements.yml").read_text())["collections"]}
+def test_requirements_yml_asks_for_galaxy_ymls_ranges():
+    wanted = {c["name"]: c["version"] for c in yaml.safe_load((ROOT / "requirements.yml").read_text())["collections"]}
     ranges = yaml.safe_load((ROOT / "galaxy.yml").read_text())["dependencies"]
     assert {"amazon.aws", "google.cloud"} <= set(ranges), "the clouds' collections are dependencies, with ranges"
-    for name, spec in ranges.items():
-        assert pinned[name] in SpecifierSet(spec), f"{name} {pinned[name]} is outside galaxy.yml's {spec}"
-    assert all("<" in ranges[name] for name in ("amazon.aws", "google.cloud")), "an upper bound on each cloud"
+    assert wanted == ranges, "requirements.yml installs what galaxy.yml declares (the range CI tests both ends of)"
+    assert all("<" in spec for spec in ranges.values()), "an upper bound on each: a major release may break tfprov"
 
 
 def test_containerfile_installs_the_collection_tarball(context):
