@@ -28,7 +28,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv venv-oldest unit-oldest e2e-oldest test-oldest browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
+.PHONY: help venv venv-oldest unit-oldest e2e-oldest test-oldest browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint sanity unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
 
 help:
 	@echo "make check  - lint + unit: the edit loop"
@@ -38,6 +38,8 @@ help:
 	@echo "make molecule - every role's molecule scenarios and the cluster scenario, in two lanes (needs Docker)"
 	@echo "make integration - end-to-end tests on the local cloud (needs Docker, make images)"
 	@echo "make build  - the collection tarball (dist/), checked"
+	@echo "make sanity - ansible-test sanity on the collection as built, with .venv's ansible-core (2.21);"
+	@echo "               make sanity SANITY_VENV=.venv-oldest: with the oldest supported (2.19)"
 	@echo "make docs   - the collection reference and the guides as one site (docs/reference/build/html), docs linted"
 	@echo "make demo   - set up a local container node and run tfprov run node on it"
 	@echo "make test   - lint, sanity, unit and e2e-local tests, build, docs, molecule, integration, oldest core (what CI runs)"
@@ -115,6 +117,14 @@ lint: venv
 	# list of paths, and its empty second entry is the checkout, which every syntax check then parsed as an
 	# inventory directory, running each executable file in it with --list (5 s of CPU per playbook).
 	ANSIBLE_INVENTORY=/dev/null $(BIN)/ansible-lint --offline --profile production
+
+# ansible-test sanity, which every published collection passes, on this collection as built (tests/sanity/run.sh:
+# the tarball extracted under .tfprov/sanity/<core>/ with the dependencies linked beside it; each test in a venv of
+# its own that ansible-test fills from PyPI, kept in ~/.ansible/test between runs). SANITY_VENV picks the venv, so the
+# ansible-core: .venv (2.21) or .venv-oldest (2.19). What is ignored, and why, is in tests/sanity/ignore-<core>.txt.
+SANITY_VENV ?= $(VENV)
+sanity: $(if $(filter $(VENV_OLDEST),$(SANITY_VENV)),venv-oldest,venv)
+	tests/sanity/run.sh $(SANITY_VENV)
 
 # The edit loop: lint, then the unit tests.
 check: lint unit
@@ -322,14 +332,14 @@ cluster-faults: images baked-image
 # start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
 test: venv $(VENV)/.docs-extra
-	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs) & c=$$!; \
+	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs sanity) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit e2e-local unit-oldest) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
 	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED \
 	         (lines starting with [lane images]),images); exit 1; }; \
 	  $(MAKE) --no-print-directory test-lanes ) & m=$$!; \
 	rc=0; wait $$c || rc=$$?; ru=0; wait $$u || ru=$$?; rm=0; wait $$m || rm=$$?; wait; \
-	[ $$rc = 0 ] || $(call lane_failed,make test: lint$(,) build or docs FAILED \
+	[ $$rc = 0 ] || $(call lane_failed,make test: lint$(,) build$(,) docs or sanity FAILED \
 	                 (lines starting with [lane checks]),checks); \
 	[ $$ru = 0 ] || $(call lane_failed,make test: the unit tests FAILED (lines starting with [lane unit]),unit); \
 	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$rm = 0 ]
