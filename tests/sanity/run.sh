@@ -57,6 +57,8 @@ cp tests/sanity/ignore-*.txt "$root/tests/sanity/" 2>/dev/null || true
 # A Git repository of its own: ansible-test takes the nearest one above the collection for its list of files, and
 # this checkout's ignores .tfprov/ (every target would be skipped).
 git -C "$root" init -q && git -C "$root" add -A
+# ansible-test's own output (2.19's delegation venv among it), which it would take for part of the collection.
+echo /tests/output/ >> "$root/.git/info/exclude"
 
 # The dependencies (validate-modules resolves their doc fragments, the import and pylint tests their module_utils):
 # every collection of the venv's Ansible package, linked.
