@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.0, help="seconds slept after each epoch")
     parser.add_argument("--collective-timeout", type=float, default=120.0,
                         help="a collective that waits longer for a peer fails (a dead peer never hangs the job)")
+    parser.add_argument("--raise-at-epoch", type=int, default=0, metavar="N",
+                        help="stand in for a bug in your own code: the chief raises ValueError at the end of epoch N "
+                             "(tfprov does not run such a job again: running it again does not fix the script)")
     parser.add_argument("--shared-dir", default=os.environ.get("TFPROV_SHARED_DIR", ""))
     args = parser.parse_args(argv)
     if not args.shared_dir:
@@ -88,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     callbacks = [tf.keras.callbacks.BackupAndRestore(backup_dir=f"{shared}/backup"),
                  tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(
                      f"{name}: epoch {epoch + 1}/{args.epochs} loss {logs['loss']:.6f}", flush=True))]
+    if args.raise_at_epoch and name.startswith("chief"):
+        def bug(epoch, logs):
+            if epoch + 1 == args.raise_at_epoch:
+                raise ValueError(f"a bug in the job's own code at epoch {epoch + 1} (--raise-at-epoch)")
+
+        callbacks.append(tf.keras.callbacks.LambdaCallback(on_epoch_end=bug))
     if args.pause:  # a demo or a test has time to stop a node mid-training
         callbacks.append(tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: time.sleep(args.pause)))
     history = model.fit(dataset(tf, args.batch_per_worker * strategy.num_replicas_in_sync), epochs=args.epochs,

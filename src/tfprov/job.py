@@ -26,10 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
+from . import job_outcome, rundirs
 from . import plan as plan_mod
-from . import rundirs
-from .errors import EXIT_INTERRUPTED, EXIT_OK, RunFailed, TfprovError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, RunFailed, TfprovError
 from .execute import run_plan
 from .job_nodes import JobNodes, nodes_for
 from .job_spec import load as load_spec
@@ -40,6 +41,8 @@ from .runner import RunOptions
 
 JOBS = "jobs"  # beside the run directories (rundirs.runs_dir), which rotation and the index leave alone
 WATCH_SECONDS = 2.0
+DEFAULT_GRACE = 300  # --unreachable-grace
+PROBE_SECONDS = 5.0  # between two asks whether every node answers again
 
 
 def add_arguments(parser) -> None:
@@ -53,7 +56,14 @@ def add_arguments(parser) -> None:
                         "starts with '-'")
     r.add_argument("--keep", action="store_true", help="keep the nodes when the job ends (default: remove them)")
     r.add_argument("--max-restarts", type=count, default=3, metavar="N",
-                   help="recoveries from a lost node before the job fails (default 3; 0: fail at the first loss)")
+                   help="recoveries from a lost node or an infrastructure error (the network, a node that did not "
+                        "answer) before the job fails (default 3; 0: fail at the first)")
+    r.add_argument("--max-restarts-on-errors", type=count, default=0, metavar="N",
+                   help="runs again after the job's own error (an exception in the script, a non-zero exit on a "
+                        "healthy cluster) (default 0: never, running it again does not fix the script)")
+    r.add_argument("--unreachable-grace", type=count, default=DEFAULT_GRACE, metavar="SECONDS",
+                   help="how long a node that still runs but stopped answering gets to answer again before the "
+                        f"job fails; it is kept if it does, never replaced while it runs (default {DEFAULT_GRACE})")
     for action, text in (("status", "the newest job (or JOB): its state, steps, restarts and nodes"),
                          ("logs", "each task's log of the newest job (or --job JOB), read from its nodes now")):
         a = sub.add_parser(action, help=text)
@@ -216,7 +226,7 @@ def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes,
     def stop_survivors(lost: list[str]) -> None:
         _stop_tasks(nodes, exclude=lost, directory=record.directory)
 
-    attempt = 0
+    attempt, own_errors = 0, 0
     while True:
         attempt += 1
         say(f"attempt {attempt}: converging the cluster and running {script.name} on every task")
@@ -224,38 +234,147 @@ def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes,
         with Watcher(nodes, say, stop_survivors) as watcher:
             report, run_dir = runner(plan, root, RunOptions(inventory=nodes.inventory, extravars=variables,
                                                             command=["job", "run", str(script)]), Progress())
-        lost = watcher.lost or nodes.lost() or _unreachable(report)
-        if lost and not watcher.lost:
-            say(f"lost {', '.join(lost)} during the job")
-        record.step("run cluster", attempt=attempt, seconds=round(time.monotonic() - t0, 1), run_dir=str(run_dir),
-                    status=report["status"], rc=report["rc"], lost=lost)
+        seen_at = watcher.lost_at or time.monotonic()
         if report["status"] == "interrupted":
+            record.step("run cluster", attempt=attempt, seconds=round(time.monotonic() - t0, 1),
+                        run_dir=str(run_dir), status=report["status"], rc=report["rc"], lost=[])
             raise KeyboardInterrupt
+        node_states = {} if report["rc"] == EXIT_OK else _node_states(nodes, watcher.lost, report, say)
+        outcome = job_outcome.classify(job_outcome.report_tasks(report), node_states, run_failed=report["rc"] != 0)
+        lost = sorted(node for node, state in node_states.items() if state in job_outcome.NODE_LOST_STATES)
+        record.step("run cluster", attempt=attempt, seconds=round(time.monotonic() - t0, 1), run_dir=str(run_dir),
+                    status=report["status"], rc=report["rc"], lost=lost, cause=outcome["cause"],
+                    evidence=outcome["evidence"])
         if report["rc"] == EXIT_OK:
             break
-        if not lost:
+        cause = outcome["cause"]
+        record.set(outcome=outcome)
+        if cause == job_outcome.SETUP_FAILED:
             record.set(state="failed", error=_first_failure(report))
             say(f"the job failed: {_first_failure(report)} (report: {run_dir / 'report.html'})")
             _collect_logs(nodes, record, say)
             return report["rc"]
-        restarts = len(record.data["restarts"])
+        if cause == job_outcome.JOB_ERROR:
+            if own_errors >= args.max_restarts_on_errors:
+                message = (f"the job failed by itself ({outcome['summary']}); not run again "
+                           f"(--max-restarts-on-errors {args.max_restarts_on_errors})")
+                record.set(state="failed", error=message)
+                say(f"{message} (report: {run_dir / 'report.html'})")
+                _collect_logs(nodes, record, say)
+                return report["rc"]
+            own_errors += 1
+            say(f"{outcome['summary']}: running it again on the same nodes as --max-restarts-on-errors "
+                f"{args.max_restarts_on_errors} asks ({own_errors} of {args.max_restarts_on_errors})")
+            _add_recovery(record, outcome, attempt, seen_at, replaced=[], reasons={})
+            continue
+        restarts = len([r for r in record.data["restarts"] if r.get("cause") != job_outcome.JOB_ERROR])
         if restarts >= args.max_restarts:
             _collect_logs(nodes, record, say)  # from the members still up: why they stopped
-            raise RunFailed(f"lost {', '.join(lost)} during the job and --max-restarts {args.max_restarts} allows "
-                            f"no more recoveries (report: {run_dir / 'report.html'})", report["rc"])
+            what = (f"lost {', '.join(lost)} during the job" if cause == job_outcome.NODE_LOST
+                    else outcome["summary"].split("; ")[0])
+            raise RunFailed(f"{what} and --max-restarts {args.max_restarts} allows no more recoveries "
+                            f"(report: {run_dir / 'report.html'})", report["rc"])
+        if cause == job_outcome.INFRASTRUCTURE:
+            say(f"recovery {restarts + 1} of at most {args.max_restarts}: {outcome['summary']}; waiting for every "
+                f"node to answer (at most {args.unreachable_grace} s), then running the job again on the same nodes "
+                "from its last checkpoint")
+            gone = _wait_answering(nodes, args.unreachable_grace, say)
+            if gone:  # the cloud says they are gone after all: replace them below
+                lost = sorted(gone)
+                node_states.update(gone)
+                cause = job_outcome.NODE_LOST
+            else:
+                _add_recovery(record, outcome, attempt, seen_at, replaced=[], reasons={})
+                continue
+        reasons = {node: _replace_reason(node_states.get(node, "stopped")) for node in lost}
         say(f"recovery {restarts + 1} of at most {args.max_restarts}: replacing {', '.join(lost)} (same name, role "
-            "and task index); the job resumes from its last checkpoint in the shared directory")
+            f"and task index; {'; '.join(f'{n}: {r}' for n, r in reasons.items())}); the job resumes from its last "
+            "checkpoint in the shared directory")
         t_recover = time.monotonic()
         nodes.up()
-        record.data["restarts"].append({"lost": lost, "at": _now(), "attempt": attempt,
-                                        "replace_seconds": round(time.monotonic() - t_recover, 1),
-                                        "seconds_to_replacement": round(time.monotonic() - (watcher.lost_at or t0), 1)})
-        record.write()
+        if cause != outcome["cause"]:
+            outcome = {**outcome, "cause": cause, "retry": True,
+                       "evidence": [{"node": n, "task": None, "line": reasons[n]} for n in lost]}
+        _add_recovery(record, outcome, attempt, seen_at, replaced=lost, reasons=reasons,
+                      replace_seconds=round(time.monotonic() - t_recover, 1))
     record.set(state="succeeded")
     say(f"the job succeeded on every task (attempts {attempt}, restarts {len(record.data['restarts'])})")
     _collect_logs(nodes, record, say)
     say(f"outputs: {spec['job']['shared_dir']}")
     return EXIT_OK
+
+
+def _replace_reason(state: str) -> str:
+    return f"the provider says it is {state}"
+
+
+def _add_recovery(record: JobRecord, outcome: dict, attempt: int, seen_at: float, replaced: list[str],
+                  reasons: dict[str, str], replace_seconds: float | None = None) -> None:
+    """One recovery in the record: its cause and evidence, what was replaced and why, and the seconds it cost from
+    the moment the end was seen to the job running again."""
+    lost = replaced or []
+    entry = {"cause": outcome["cause"], "summary": outcome["summary"], "evidence": outcome["evidence"],
+             "lost": lost, "replaced": lost, "reasons": reasons, "at": _now(), "attempt": attempt,
+             "seconds_lost": round(time.monotonic() - seen_at, 1)}
+    if replace_seconds is not None:
+        entry.update(replace_seconds=replace_seconds, seconds_to_replacement=entry["seconds_lost"])
+    record.data["restarts"].append(entry)
+    record.write()
+
+
+def _node_states(nodes: JobNodes, watched: list[str], report: dict, say) -> dict[str, str]:
+    """The nodes that were not simply up during a failed run, and what the provider says of them now: lost
+    (stopped, terminated, removed) or still running though they did not answer (unreachable)."""
+    try:
+        lost = set(watched) | set(nodes.lost())
+    except TfprovError:
+        lost = set(watched)
+    suspects = sorted(lost | set(_unreachable(report)))
+    if not suspects:
+        return {}
+    try:
+        states = nodes.states(suspects)
+    except TfprovError as exc:  # the provider did not answer: a node it cannot vouch for is not replaced now
+        say(f"could not ask the provider about {', '.join(suspects)}: {exc}")
+        states = {}
+    found = {}
+    for node in suspects:
+        state = states.get(node, "stopped" if node in lost else "running")
+        if state in ("running", "pending"):
+            found[node] = "unreachable"
+            say(f"{node} did not answer during the run, but it runs: it is kept")
+        else:
+            found[node] = state if state in job_outcome.NODE_LOST_STATES else "stopped"
+    return found
+
+
+def _wait_answering(nodes: JobNodes, grace: float, say) -> dict[str, str]:
+    """Until every node answers over SSH again, at most `grace` seconds. Returns the nodes the provider says are
+    gone meanwhile ({node: state}: they are to be replaced); a node that still runs and does not answer in time
+    fails the job (it is not replaced while it runs)."""
+    deadline = time.monotonic() + grace
+    while True:
+        answers = nodes.answering()
+        missing = [name for name in nodes.planned()
+                   if not any(host == name or host.startswith(f"{name}_") for host in answers)]
+        silent = sorted(host for host, ok in answers.items() if not ok)
+        if missing:  # no longer in the inventory: the cloud took it back
+            return {**{name: "terminated" for name in missing},
+                    **{n: s for n, s in nodes.states(silent).items() if s in job_outcome.NODE_LOST_STATES}}
+        if not silent:
+            say("every node answers: running the job again on the same nodes")
+            return {}
+        gone = {n: s for n, s in nodes.states(silent).items() if s in job_outcome.NODE_LOST_STATES}
+        if gone:
+            return gone
+        if time.monotonic() >= deadline:
+            one = len(silent) == 1
+            raise RunFailed(f"{', '.join(silent)} still run{'s' if one else ''} but did not answer within "
+                            f"--unreachable-grace {grace:g} s: not replaced while running; check "
+                            f"{'it' if one else 'them'}, or remove {'it' if one else 'them'} and run the job again",
+                            EXIT_UNREACHABLE)
+        say(f"waiting for {', '.join(silent)} to answer ({max(0.0, deadline - time.monotonic()):.0f} s left)")
+        time.sleep(PROBE_SECONDS)
 
 
 def _unreachable(report: dict) -> list[str]:
@@ -342,20 +461,45 @@ def cmd_status(args, out: Console) -> int:
               + (f"; {data['nodes_fate']}" if data.get("nodes_fate") else ""), highlight=False)
     for step in data["steps"]:
         extra = f" attempt {step['attempt']}: {step['status']}" if "attempt" in step else ""
+        if step.get("cause") and step["cause"] != job_outcome.SUCCEEDED:
+            extra += f", {job_outcome.cause_text(step['cause'])}"
         out.print(f"  {step['at']} {step['step']}{extra} ({step.get('seconds', '-')} s)", highlight=False)
     for number, restart in enumerate(data["restarts"], 1):
-        out.print(f"  recovery {number}: lost {', '.join(restart['lost'])}; replacement up "
-                  f"{restart['seconds_to_replacement']} s after the loss was seen "
-                  f"(its up: {restart['replace_seconds']} s)", highlight=False)
+        out.print(f"  {_recovery_text(number, restart)}", highlight=False, markup=False)
     if "seconds" in data:
         price = (f"; nodes at ${data['hourly_usd']:.4f}/h: ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None
                  else f"; cost: {data.get('cost_note', 'unknown')}")
         out.print(f"  wall time {data['seconds']} s{price}", highlight=False)
     out.print(f"  outputs: {data['shared_dir']}" + (f"; logs {data['logs']}" if data.get("logs") else ""),
               highlight=False)
+    outcome = data.get("outcome")
+    if outcome and data["state"] == "failed":
+        out.print(f"  why it ended: {job_outcome.cause_text(outcome['cause'])}", highlight=False)
+        for item in outcome.get("evidence") or []:
+            out.print(f"    {job_outcome.evidence_text(item)}", highlight=False, markup=False)
     if data.get("error"):
-        out.print(f"  [red]{data['error']}[/red]", highlight=False)
+        out.print(f"  [red]{escape(data['error'])}[/red]", highlight=False)
     return EXIT_OK
+
+
+def _recovery_text(number: int, restart: dict) -> str:
+    """recovery N: its cause and evidence, what was replaced and why (or that no node was), the seconds it cost."""
+    cause = restart.get("cause", job_outcome.NODE_LOST)  # records written before causes were kept
+    evidence = restart.get("evidence") or []
+    why = job_outcome.cause_text(cause)
+    if evidence and cause != job_outcome.NODE_LOST:
+        more = f" (and {len(evidence) - 1} more)" if len(evidence) > 1 else ""
+        why += f" ({job_outcome.evidence_text(evidence[0])}{more})"
+    lost = restart.get("replaced", restart.get("lost")) or []
+    if lost:
+        reasons = restart.get("reasons") or {}
+        what = "replaced " + ", ".join(f"{n} ({reasons[n]})" if reasons.get(n) else n for n in lost)
+        what += (f"; replacement up {restart['seconds_to_replacement']} s after the loss was seen (its up: "
+                 f"{restart['replace_seconds']} s)" if "replace_seconds" in restart else "")
+    else:
+        what = "no node replaced, the job run again on the same nodes"
+    lost_seconds = f"; {restart['seconds_lost']} s lost" if "seconds_lost" in restart else ""
+    return f"recovery {number} at attempt {restart.get('attempt', '?')}: {why}; {what}{lost_seconds}"
 
 
 def cmd_logs(args, out: Console) -> int:

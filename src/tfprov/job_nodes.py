@@ -3,13 +3,18 @@ down, and the inventory the job's runs use. Local container nodes, or a cloud sp
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 
 from . import cloud_inventory, clouds, cost
+from .errors import TfprovError
 from .local import cloud as local_cloud
 from .local import nodes as local_nodes
 from .options import DEFAULT_INVENTORY
@@ -31,6 +36,15 @@ class JobNodes:
     def lost(self) -> list[str]:
         """Members that are not running now (stopped, preempted, removed)."""
         return []
+
+    def states(self, hosts: list[str]) -> dict[str, str]:
+        """What the provider says of each host now: running, stopped, terminated, removed, ... (asked of the cloud,
+        not of the host: a host that does not answer SSH may still run). A host left out is unknown."""
+        return {}
+
+    def answering(self) -> dict[str, bool]:
+        """{host: whether it answers over SSH now} for every node of the inventory (Ansible's ping, 10 s each)."""
+        return ping(self.inventory, self.env)
 
     def hourly(self) -> float | None:
         """What the nodes cost per hour in USD; None where a price is unknown."""
@@ -71,6 +85,11 @@ class LocalJobNodes(JobNodes):
         running = {n["name"] for n in local_nodes.local_nodes(self.cloud) if n["state"] == "running"}
         return [name for name in self.planned() if name not in running]
 
+    def states(self, hosts: list[str]) -> dict[str, str]:
+        found = {n["name"]: n["state"] for n in local_nodes.local_nodes(self.cloud)}
+        return {host: ("running" if found.get(host) == "running" else "stopped" if host in found else "removed")
+                for host in hosts}
+
     def down(self) -> None:
         local_nodes.down(self.console, name=self.cloud)
 
@@ -105,8 +124,58 @@ class CloudJobNodes(JobNodes):
     def down(self) -> None:
         clouds.run("down", self.provider, str(self.spec_file), self.console)
 
+    def states(self, hosts: list[str]) -> dict[str, str]:
+        """From the cloud's API now (the inventory plugin, its cache flushed): running, pending, stopping, stopped
+        (GCP: TERMINATED, SUSPENDED), and terminated for an instance the cloud no longer lists."""
+        listed = inventory_hostvars(self.inventory, self.env)
+        found = {}
+        for host in hosts:
+            hostvars = listed.get(host)
+            if hostvars is None:
+                found[host] = "terminated"
+                continue
+            state = hostvars.get("state")
+            state = state.get("name") if isinstance(state, dict) else (hostvars.get("status") or state or "")
+            state = str(state).lower()
+            found[host] = {"terminated": "stopped", "suspended": "stopped", "staging": "pending",
+                           "provisioning": "pending"}.get(state, state) if self.provider == "gcp" else state
+        return found
+
     def hourly(self) -> float | None:
         return cost.spec_cost(self.cluster, cost.book())["hourly"]
+
+
+def _ansible_tool(name: str) -> str:
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else (shutil.which(name) or name)
+
+
+def ping(inventory: str, env: dict[str, str], timeout: int = 10) -> dict[str, bool]:
+    """{host: whether it answers Ansible's ping over its connection now} for every host of tfprov_nodes."""
+    command = [_ansible_tool("ansible"), "tfprov_nodes", "-i", inventory, "-m", "ansible.builtin.ping", "-o",
+               "-T", str(timeout)]
+    try:
+        proc = subprocess.run(command, cwd=project_root(), env={**os.environ, **env}, capture_output=True, text=True,
+                              timeout=timeout * 6 + 30, check=False)
+    except subprocess.TimeoutExpired:
+        return {}
+    found = {}
+    for line in proc.stdout.splitlines():
+        host, sep, rest = line.partition(" | ")
+        if sep and rest.split(" ", 1)[0].rstrip("!:") in ("SUCCESS", "UNREACHABLE", "FAILED"):
+            found[host.strip()] = rest.startswith("SUCCESS")
+    return found
+
+
+def inventory_hostvars(inventory: str, env: dict[str, str]) -> dict[str, dict]:
+    """{host: its variables} as the inventory lists them now (its cache flushed: the cloud is asked)."""
+    proc = subprocess.run([_ansible_tool("ansible-inventory"), "-i", inventory, "--list", "--flush-cache"],
+                          cwd=project_root(), env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+                          check=False)
+    if proc.returncode != 0:
+        raise TfprovError(f"could not ask the cloud for its instances (ansible-inventory -i {inventory}): "
+                          f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return (json.loads(proc.stdout).get("_meta") or {}).get("hostvars") or {}
 
 
 def nodes_for(spec: dict, job_dir: Path, console: Console) -> JobNodes:

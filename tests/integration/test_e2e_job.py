@@ -5,6 +5,10 @@ directory), and the nodes removed at the end whatever happened.
 In make test: a worker stopped (`docker stop`, as a preemption) once the first checkpoint is in the shared directory;
 tfprov sees it, stops the other tasks, starts the node again (same name, role and task index) and runs the job
 again, which resumes from the checkpoint (its epochs start after 0) and ends with the same weights on every task.
+Also in make test, why a job ended decides what is done: a worker's link cut for 15 s mid-training (every node
+alive, TensorFlow's collectives give up) runs the job again on the same nodes, no node replaced, and it ends with the
+weights of a run the cut did not touch (the run with a worker's link rate-limited hard: slower, never recovered);
+the job's own exception (the chief raises at epoch 3) is not run again, and rc and message say so.
 In make integration-slow: the same job uninterrupted ends with the very same weights (so the resumed run lost
 nothing), Ctrl-C removes the nodes, and --max-restarts 0 fails at the loss naming the node.
 """
@@ -133,6 +137,66 @@ def test_a_worker_stopped_mid_training_is_replaced_and_the_job_resumes_from_its_
         "chief-0.log", "worker-0.log", "worker-1.log"]  # with the outputs
     if "digest" in REFERENCE:  # make integration-slow ran the uninterrupted job first: nothing was lost
         assert next(iter(found.values())) == REFERENCE["digest"]
+
+
+def fault(node: int, *args: str) -> None:
+    subprocess.run([TFPROV, "local", "fault", str(node), *args], cwd=ROOT, check=True, capture_output=True,
+                   env={**os.environ, "TFPROV_LOCAL_CLOUD": f"job-{NAME}"})
+
+
+def run_steps(job: dict) -> list[dict]:
+    return [step for step in job["steps"] if step["step"] == "run cluster"]
+
+
+def test_a_link_rate_limited_hard_makes_the_job_slower_not_recovered(tmp_path):
+    proc, out = start(tmp_path, "--job-arg=--pause=2")
+    wait_for_checkpoint(proc, tmp_path)
+    fault(3, "rate", "--mbit", "1")  # a congested link: slow, alive
+    rc, text = finish(proc, out)
+    assert rc == 0, text[-4000:]
+    job = newest_record(tmp_path)
+    assert job["restarts"] == [] and [s["cause"] for s in run_steps(job)] == ["succeeded"], job["steps"]
+    assert history(tmp_path)["epochs"] == list(range(EPOCHS))
+    found = digests(tmp_path)
+    assert len(found) == 3 and len(set(found.values())) == 1, found
+    REFERENCE.setdefault("digest", next(iter(found.values())))  # a run no fault interrupted
+
+
+def test_a_link_cut_for_15_s_runs_the_job_again_on_the_same_nodes_from_its_checkpoint(tmp_path):
+    proc, out = start(tmp_path, "--job-arg=--pause=2")
+    wait_for_checkpoint(proc, tmp_path)
+    fault(3, "cut")  # the node runs on; its link is down
+    time.sleep(15)
+    fault(3, "restore")
+    rc, text = finish(proc, out)
+    assert rc == 0, text[-4000:]
+    job = newest_record(tmp_path)
+    [restart] = job["restarts"]
+    assert restart["cause"] == "infrastructure" and restart["replaced"] == [], restart
+    assert [s["cause"] for s in run_steps(job)] == ["infrastructure", "succeeded"]
+    assert text.count("created (") == 3 and "replacing" not in text  # no node replaced or created again
+    assert "recovery 1 of at most 3: an infrastructure error" in text
+    resumed = history(tmp_path)["epochs"]
+    assert resumed and resumed[0] > 0 and resumed[-1] == EPOCHS - 1, resumed
+    found = digests(tmp_path)
+    assert len(found) == 3 and len(set(found.values())) == 1, found
+    if "digest" in REFERENCE:  # the rate-limited run above ran first (make test): nothing was lost
+        assert next(iter(found.values())) == REFERENCE["digest"]
+    status = subprocess.run([TFPROV, "job", "status"], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "TFPROV_RUNS_DIR": str(tmp_path / "runs"), "COLUMNS": "250"})
+    assert "recovery 1 at attempt 1: an infrastructure error" in status.stdout, status.stdout
+
+
+def test_the_jobs_own_exception_is_not_run_again(tmp_path):
+    proc, out = start(tmp_path, "--job-arg=--raise-at-epoch=3")
+    rc, text = finish(proc, out)
+    assert rc == 4, text[-4000:]
+    assert "the job failed by itself (the job's own error: chief-0 on " in text, text[-4000:]
+    assert "ValueError: a bug in the job's own code at epoch 3" in text
+    assert "not run again (--max-restarts-on-errors 0)" in text and "nodes removed" in text
+    job = newest_record(tmp_path)
+    assert job["state"] == "failed" and job["restarts"] == [] and len(run_steps(job)) == 1
+    assert job["outcome"]["cause"] == "job_error"
 
 
 @pytest.mark.slow_integration

@@ -20,9 +20,12 @@ class FakeNodes(job.JobNodes):
     node_shared_dir = "/srv/tfprov/shared"
     down_command = "tfprov down fake"
 
-    def __init__(self, lost_after_runs=None):
+    def __init__(self, lost_after_runs=None, provider_states=None, answers=None):
         self.calls, self.lost_now = [], []
         self.lost_after_runs = lost_after_runs or {}
+        self.provider_states = provider_states or {}  # what the provider says of a node (default: nothing known)
+        self.answers = list(answers or [])  # each ask whether the nodes answer takes the next; then all answer
+        self.asked = 0
 
     def planned(self):
         return ["node-1", "node-2", "node-3"]
@@ -36,6 +39,14 @@ class FakeNodes(job.JobNodes):
 
     def down(self):
         self.calls.append("down")
+
+    def states(self, hosts):
+        return {host: self.provider_states[host] for host in hosts if host in self.provider_states}
+
+    def answering(self):
+        self.asked += 1
+        silent = self.answers.pop(0) if self.answers else []
+        return {name: name not in silent for name in self.planned()}
 
     def hourly(self):
         return 3.6
@@ -79,14 +90,16 @@ def checkout(tmp_path, monkeypatch):
     stopped = []
     monkeypatch.setattr(job, "_stop_tasks", lambda nodes, exclude, directory: stopped.append(exclude))
     monkeypatch.setattr(job, "WATCH_SECONDS", 0.01)
+    monkeypatch.setattr(job, "PROBE_SECONDS", 0.01)
     return SimpleNamespace(root=tmp_path, stopped=stopped)
 
 
-def run(checkout, reports, keep=False, max_restarts=3, nodes=None):
+def run(checkout, reports, keep=False, max_restarts=3, nodes=None, max_restarts_on_errors=0, unreachable_grace=300):
     nodes = nodes or FakeNodes()
     runner = FakeRunner(nodes, reports)
     args = argparse.Namespace(spec=str(checkout.root / "job.yml"), script=str(checkout.root / "train.py"),
-                              job_arg=["--epochs=2"], keep=keep, max_restarts=max_restarts)
+                              job_arg=["--epochs=2"], keep=keep, max_restarts=max_restarts,
+                              max_restarts_on_errors=max_restarts_on_errors, unreachable_grace=unreachable_grace)
     console = Console(record=True, width=200)
     rc = job.cmd_run(args, console, runner=runner, nodes_factory=lambda spec, directory, out: nodes)
     [record] = (checkout.root / ".tfprov" / "runs" / "jobs").glob("*/job.json")
@@ -174,7 +187,8 @@ def test_status_reads_the_record_and_sees_a_job_cut_off(checkout, monkeypatch):
     console = Console(record=True, width=200)
     assert job.cmd_status(argparse.Namespace(job=None), console) == EXIT_OK
     text = console.export_text()
-    assert "succeeded" in text and "recovery 1: lost node-3" in text
+    assert "succeeded" in text
+    assert "recovery 1 at attempt 1: a lost node; replaced node-3 (the provider says it is stopped)" in text
     assert "nodes (local): node-1, node-2, node-3; removed" in text
     assert "nodes at $3.6000/h" in text
     record = job.find_record(checkout.root, None)
@@ -263,3 +277,123 @@ def test_the_watcher_asks_again_when_the_engine_does_not_answer(checkout):
         while not stopped and time.monotonic() < deadline:
             time.sleep(0.01)
     assert watcher.lost == ["node-3"] and stopped == [["node-3"]]
+
+
+# --- why the job ended: the job's own error, an infrastructure error, a lost node ---------------------------------
+
+NETWORK = ["worker-0: epoch 2/4 loss 0.5", "Traceback (most recent call last):",
+           '  File "/opt/tfprov/jobs/current/train_mwms.py", line 93, in main',
+           "tensorflow.python.framework.errors_impl.UnavailableError: {{function_node __wrapped__CollectiveReduceV2}} "
+           "Collective ops is aborted by: Error reported from /job:worker/task:1: The following tasks are unhealthy "
+           "(stopped sending heartbeats):",
+           "The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, "
+           "eviction) to debug further.",
+           "The error could be from a previous operation. Restart your program to reset. [Op:CollectiveReduceV2] name:"]
+OWN = ["chief-0: epoch 3/4 loss 0.35", "Traceback (most recent call last):",
+       '  File "/opt/tfprov/jobs/current/train_mwms.py", line 80, in on_epoch_end',
+       "ValueError: the job's own bug at epoch 3"]
+
+
+def tasks_failed(lines_by_task, rc=4, unreachable=()):
+    """A failed run whose job tasks ended with these log lines ({'chief:0': [...], ...}), node-N per task."""
+    hosts = {}
+    for number, (name, lines) in enumerate(lines_by_task.items(), 1):
+        dist_job = {"task": name, "state": "failed", "exit_status": 1, "signal": None, "result": "exit-code",
+                    "log_tail": lines, "seconds": 30.0}
+        hosts[f"node-{number}"] = {"status": "failed", "data": {"dist_job": dist_job}, "failed_tasks": [
+            {"task": "Fail a job that did not succeed", "message": f"{name}: exit 1; last line: {lines[-1]}"}]}
+    for host in unreachable:
+        hosts[host] = {"status": "unreachable", "failed_tasks": []}
+    return {"status": "failed", "rc": rc, "hosts": hosts}
+
+
+def test_an_infrastructure_error_runs_the_job_again_on_the_same_nodes_and_replaces_none(checkout):
+    report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK, "worker:1": NETWORK})
+    nodes = FakeNodes(answers=[["node-3"]])  # node-3 answers at the second ask
+    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes)
+    assert rc == EXIT_OK and len(runner.calls) == 2
+    assert nodes.calls == ["up", "down"]  # no node brought up again, none replaced
+    assert nodes.asked == 2
+    [restart] = record["restarts"]
+    assert restart["cause"] == "infrastructure" and restart["replaced"] == [] and restart["seconds_lost"] >= 0
+    assert restart["evidence"][0] == {"node": "node-1", "task": "chief-0", "line": (
+        "tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted by: Error reported from "
+        "/job:worker/task:1: The following tasks are unhealthy (stopped sending heartbeats):")}
+    steps = [step for step in record["steps"] if step["step"] == "run cluster"]
+    assert [step["cause"] for step in steps] == ["infrastructure", "succeeded"]
+    assert "recovery 1 of at most 3: an infrastructure error: chief-0 on node-1" in text
+    assert "waiting for node-3 to answer" in text and "every node answers" in text
+    assert checkout.stopped == []
+    console = Console(record=True, width=250)
+    job.cmd_status(argparse.Namespace(job=None), console)
+    status = console.export_text()
+    assert "run cluster attempt 1: failed, an infrastructure error" in status
+    assert ("recovery 1 at attempt 1: an infrastructure error (chief-0 on node-1: tensorflow.python.framework."
+            "errors_impl.UnavailableError: Collective ops is aborted by") in status
+    assert "no node replaced, the job run again on the same nodes" in status and " s lost" in status
+
+
+def test_the_jobs_own_error_is_not_run_again_and_says_so(checkout):
+    report = tasks_failed({"chief:0": OWN, "worker:0": NETWORK, "worker:1": NETWORK})
+    rc, nodes, runner, record, text = run(checkout, [report, ok()])
+    assert rc == 4 and len(runner.calls) == 1 and nodes.calls == ["up", "down"]
+    assert record["state"] == "failed" and record["restarts"] == []
+    assert record["outcome"]["cause"] == "job_error"
+    assert record["error"] == ("the job failed by itself (the job's own error: chief-0 on node-1: ValueError: the "
+                               "job's own bug at epoch 3; running it again will not help until the script is fixed); "
+                               "not run again (--max-restarts-on-errors 0)")
+    assert "the job failed by itself" in text and "ValueError: the job's own bug at epoch 3" in text
+    console = Console(record=True, width=250)
+    job.cmd_status(argparse.Namespace(job=None), console)
+    status = console.export_text()
+    assert "why it ended: the job's own error" in status
+    assert "chief-0 on node-1: ValueError: the job's own bug at epoch 3" in status
+
+
+def test_max_restarts_on_errors_runs_the_jobs_own_error_again_that_many_times(checkout):
+    own = tasks_failed({"chief:0": OWN})
+    rc, nodes, runner, record, text = run(checkout, [own, own], max_restarts_on_errors=1)
+    assert rc == 4 and len(runner.calls) == 2 and nodes.calls == ["up", "down"]
+    [restart] = record["restarts"]
+    assert restart["cause"] == "job_error" and restart["replaced"] == []
+    assert "not run again (--max-restarts-on-errors 1)" in record["error"]
+
+
+def test_a_node_that_runs_but_did_not_answer_is_kept_once_it_answers(checkout):
+    report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK}, rc=5, unreachable=["node-3"])
+    nodes = FakeNodes(provider_states={"node-3": "running"}, answers=[["node-3"], ["node-3"]])
+    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes)
+    assert rc == EXIT_OK and nodes.calls == ["up", "down"] and nodes.asked == 3
+    [restart] = record["restarts"]
+    assert restart["cause"] == "infrastructure" and restart["replaced"] == []
+    assert restart["evidence"] == [{"node": "node-3", "task": None, "line": "did not answer during the run"}]
+    assert "node-3 did not answer during the run, but it runs: it is kept" in text
+
+
+def test_a_node_the_cloud_says_is_terminated_is_replaced_and_the_reason_said(checkout):
+    report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK}, rc=5, unreachable=["node-3"])
+    nodes = FakeNodes(provider_states={"node-3": "terminated"})
+    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes)
+    assert rc == EXIT_OK and nodes.calls == ["up", "up", "down"]
+    [restart] = record["restarts"]
+    assert restart["cause"] == "node_lost" and restart["replaced"] == ["node-3"]
+    assert restart["reasons"] == {"node-3": "the provider says it is terminated"}
+    assert "recovery 1 of at most 3: replacing node-3 (same name, role and task index; node-3: the provider says " \
+           "it is terminated)" in text
+
+
+def test_a_running_node_silent_past_the_grace_fails_the_job_and_is_not_replaced(checkout):
+    report = tasks_failed({"chief:0": NETWORK}, rc=5, unreachable=["node-3"])
+    nodes = FakeNodes(provider_states={"node-3": "running"}, answers=[["node-3"]] * 1000)
+    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes, unreachable_grace=0)
+    assert rc == 5 and nodes.calls == ["up", "down"] and len(runner.calls) == 1
+    assert record["error"].startswith("node-3 still runs but did not answer within --unreachable-grace 0 s: not "
+                                      "replaced while running")
+
+
+def test_infrastructure_errors_count_against_max_restarts(checkout):
+    report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK})
+    rc, nodes, runner, record, text = run(checkout, [report, dict(report)], max_restarts=1)
+    assert rc == 4 and len(runner.calls) == 2 and len(record["restarts"]) == 1
+    assert record["error"].startswith("an infrastructure error: chief-0 on node-1:")
+    assert "--max-restarts 1 allows no more recoveries" in record["error"]
