@@ -57,7 +57,7 @@ def measure(tf, devices: list[str], megabytes: float, reps: int, nccl: bool) -> 
 
     reduce().numpy()
     times = []
-    for dummy in range(reps):
+    for _dummy in range(reps):
         start = time.perf_counter()
         reduce().numpy()
         times.append(time.perf_counter() - start)

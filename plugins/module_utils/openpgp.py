@@ -71,7 +71,7 @@ def crc24(data):
     crc = 0xB704CE
     for byte in data:
         crc ^= byte << 16
-        for dummy in range(8):
+        for _dummy in range(8):
             crc <<= 1
             if crc & 0x1000000:
                 crc ^= 0x1864CFB

@@ -440,7 +440,7 @@ def train_locally(tf, args, x, y) -> tuple[float, float, float, list]:
 
     first = float(step())  # traces: kept out of the timing
     start = time.perf_counter()
-    for dummy in range(args.steps - 1):
+    for _dummy in range(args.steps - 1):
         last = step()
     last = float(last) if args.steps > 1 else first
     rate = (args.steps - 1) * args.batch / (time.perf_counter() - start) if args.steps > 1 else 0.0
@@ -523,7 +523,7 @@ def measure_allreduce(tf, strategy, args, workers: int) -> dict:
 
     reduce(tensor).numpy()
     times = []
-    for dummy in range(args.allreduce_reps):
+    for _dummy in range(args.allreduce_reps):
         start = time.perf_counter()
         reduce(tensor).numpy()  # .numpy() waits for the collective to finish
         times.append(time.perf_counter() - start)
@@ -576,7 +576,7 @@ def run_parameter_server(tf, args, tf_config: dict, x, y, connected) -> dict:
     chunk = args.progress_every * len(expected)
     while len(results) < total:
         more = min(chunk - len(results) % chunk, total - len(results))  # progress at multiples of chunk
-        results += [coordinator.schedule(worker_step, args=(iterator,)) for dummy in range(more)]
+        results += [coordinator.schedule(worker_step, args=(iterator,)) for _dummy in range(more)]
         coordinator.join()
         say(f"step {len(results)}/{total} loss {float(results[-1].fetch()[0]):.4f}")
     seconds = time.perf_counter() - start

@@ -52,10 +52,10 @@ def peak_for(peaks: dict, device_name: str, dtype: str, tf32: bool) -> tuple[str
 
 
 def time_median(run, repeats: int, warmup: int) -> float:
-    for dummy in range(warmup):
+    for _dummy in range(warmup):
         run()
     samples = []
-    for dummy in range(repeats):
+    for _dummy in range(repeats):
         start = time.perf_counter()
         run()
         samples.append(time.perf_counter() - start)
