@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import job_outcome
 from .bench import pyplot
 
 TYPE_ORDER = ("chief", "worker", "ps", "evaluator")
@@ -52,9 +53,25 @@ def exit_text(row: dict) -> str:
 
 
 def last_line(row: dict) -> str:
-    """The newest log line that is not the check's JSON report (that one has a table of its own)."""
+    """The newest log line that is not the check's JSON report (that one has a table of its own); of a job that
+    succeeded, the job's own newest line, not TensorFlow's shutdown noise after it (a worker that outlived the
+    chief logs gRPC's "Connection refused" on its way out)."""
+    if row.get("kind") == "job" and row.get("state") == "succeeded":
+        return job_outcome.job_last_line(row.get("log_tail") or [], skip=(REPORT_PREFIX,))
     lines = [line for line in row.get("log_tail") or [] if line.strip() and not line.startswith(REPORT_PREFIX)]
     return lines[-1] if lines else ""
+
+
+def outcome_line(rows: list[dict]) -> str:
+    """Why a job failed, when one did: by itself (its own error: running it again will not help), from the network
+    or a node (an infrastructure error: running it again can help); with the line and the task that say so."""
+    jobs = [row for row in rows if row["kind"] == "job"]
+    if not any(failed(row) or row.get("state") == "timed_out" for row in jobs):
+        return ""
+    found = job_outcome.classify(jobs, {}, run_failed=True)
+    if found["cause"] in (job_outcome.SUCCEEDED, job_outcome.SETUP_FAILED):
+        return ""
+    return f"why the job failed: {found['summary']}"
 
 
 def runs_text(row: dict) -> str:

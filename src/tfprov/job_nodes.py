@@ -134,15 +134,22 @@ class CloudJobNodes(JobNodes):
             if hostvars is None:
                 found[host] = "terminated"
                 continue
-            state = hostvars.get("state")
-            state = state.get("name") if isinstance(state, dict) else (hostvars.get("status") or state or "")
-            state = str(state).lower()
+            state = _plain(hostvars.get("state"))
+            state = _plain(state.get("name")) if isinstance(state, dict) else (_plain(hostvars.get("status")) or state)
+            state = str(state or "").lower()
             found[host] = {"terminated": "stopped", "suspended": "stopped", "staging": "pending",
                            "provisioning": "pending"}.get(state, state) if self.provider == "gcp" else state
         return found
 
     def hourly(self) -> float | None:
         return cost.spec_cost(self.cluster, cost.book())["hourly"]
+
+
+def _plain(value):
+    """A value of ansible-inventory's JSON: ansible-core 2.19+ writes an unsafe string as {"__ansible_unsafe": ...}."""
+    if isinstance(value, dict) and set(value) == {"__ansible_unsafe"}:
+        return value["__ansible_unsafe"]
+    return value
 
 
 def _ansible_tool(name: str) -> str:

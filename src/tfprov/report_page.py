@@ -348,6 +348,9 @@ def _cluster_section(report: dict) -> str:
     out = ['<h2 id="cluster">Distributed job</h2>',
            _table(["task", "host", "runs", "result", "exit", "seconds", "restarts", "last log line"], table,
                   numeric=("seconds", "restarts"))]
+    why = cluster.outcome_line(rows)
+    if why:
+        out.append(f"<p><strong>{_e(why)}</strong></p>")
     lines = cluster.failure_lines(rows)
     if lines:
         out.append(f"<pre>{_e(chr(10).join(lines))}</pre>")

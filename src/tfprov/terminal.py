@@ -200,6 +200,9 @@ def show_cluster(report: dict, directory: Path, out: Console) -> None:
     if not rows:
         return
     out.print(task_table(rows))
+    why = cluster.outcome_line(rows)
+    if why:
+        out.print(why, style="bold", highlight=False, markup=False, soft_wrap=True)
     for line in cluster.failure_lines(rows):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     reports = cluster.check_reports(rows)

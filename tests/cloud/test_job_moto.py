@@ -9,7 +9,7 @@ import pytest
 import yaml
 from test_aws_moto import instances
 
-from tfprov import cli, job
+from tfprov import cli, job, job_nodes
 
 pytestmark = pytest.mark.cloud
 
@@ -63,3 +63,50 @@ def test_a_spot_job_is_recovered_in_the_next_zone_and_its_nodes_are_removed(caps
     [record] = (tmp_path / "runs" / "jobs").glob("*-mjob/job.json")
     data = json.loads(record.read_text())
     assert data["state"] == "succeeded" and data["nodes_fate"] == "removed" and len(data["restarts"]) == 1
+
+
+def test_an_instance_that_runs_but_did_not_answer_for_less_than_the_grace_is_kept(capsys, ec2, write_spec, aws_env,
+                                                                                    tmp_path, monkeypatch):
+    """A node slow to answer SSH is not a dead one: EC2 says it runs, it answers again within --unreachable-grace,
+    and the job runs again on the very same instances (none created, none terminated)."""
+    spec = yaml.safe_load(open(write_spec("kjob")))
+    spec["roles"] = {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 1, "type": "g4dn.xlarge"}}
+    spec["job"] = {"shared_dir": "s3://tfprov-jobs/kjob"}
+    path = tmp_path / "job.yml"
+    path.write_text(yaml.safe_dump(spec))
+    script = tmp_path / "train.py"
+    script.write_text("print('no compute in moto')\n")
+    seen, asked = [], []
+
+    def run_cluster(plan, root, options, progress):
+        made = instances(ec2, "kjob", states=("pending", "running"))
+        seen.append({tags(i)["Name"]: i["InstanceId"] for i in made})
+        if len(seen) == 1:  # the worker's SSH did not answer during the run; EC2 still runs it
+            host = f"kjob-worker-0_{seen[0]['kjob-worker-0']}"
+            return {"status": "unreachable", "rc": 5, "hosts": {host: {"status": "unreachable", "failed_tasks": []}}}, \
+                tmp_path / "run-1"
+        return {"status": "successful", "rc": 0, "hosts": {}}, tmp_path / "run-2"
+
+    def answering(self):  # moto's addresses are fake: SSH is played here; the worker answers at the third ask
+        asked.append(1)
+        hosts = [f"{name}_{instance}" for name, instance in seen[0].items()]
+        return {host: len(asked) >= 3 or not host.startswith("kjob-worker-0") for host in hosts}
+
+    monkeypatch.setattr(job, "run_plan", run_cluster)
+    monkeypatch.setattr(job, "_collect_logs", lambda nodes, record, say: None)
+    monkeypatch.setattr(job, "PROBE_SECONDS", 0.01)
+    monkeypatch.setattr(job_nodes.CloudJobNodes, "answering", answering)
+    rc = cli.main(["job", "run", "--spec", str(path), str(script), "--unreachable-grace", "60"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err + out[-3000:]
+    first, second = seen
+    assert second == first  # the same instances: none replaced
+    assert len(asked) == 3, out
+    assert "did not answer during the run, but it runs: it is kept" in out and "replacing" not in out
+    [record] = (tmp_path / "runs" / "jobs").glob("*-kjob/job.json")
+    data = json.loads(record.read_text())
+    [restart] = data["restarts"]
+    assert restart["cause"] == "infrastructure" and restart["replaced"] == []
+    assert restart["evidence"][0]["line"] == "did not answer during the run"
+    assert data["state"] == "succeeded" and data["nodes_fate"] == "removed"
+    assert instances(ec2, "kjob", states=("pending", "running", "stopping", "stopped")) == []

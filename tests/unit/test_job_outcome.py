@@ -184,3 +184,48 @@ def test_a_report_is_read_for_its_tasks_and_unreachable_hosts():
     assert [t["host"] for t in jo.report_tasks(report)] == ["node-1"]
     assert jo.classify_report(report)["evidence"][0]["node"] == "node-3"
     assert jo.classify_report(report, {"node-3": "stopped"})["cause"] == jo.NODE_LOST
+
+
+# --- the same view in `tfprov run cluster --job`: the cluster view's rows ------------------------------------------
+
+
+def _row(lines, **fields):
+    return {**task(lines=lines, **fields), "kind": "job", "unit": "tfprov-tf-job.service", "job": "train_mwms.py"}
+
+
+def test_the_cluster_views_last_line_of_a_succeeded_task_is_the_jobs_own():
+    from tfprov import cluster
+
+    row = _row(SUCCEEDED_NOISE, state="succeeded", exit_status=0, result="success")
+    assert cluster.last_line(row) == "worker-1: done; weights sha256 5f3c0ffee"
+    failed_row = _row(COORDINATION_CRASH)
+    assert cluster.last_line(failed_row) == COORDINATION_CRASH[-1]  # a failed task keeps its very last line
+
+
+def test_the_cluster_view_says_whether_a_failed_job_failed_by_itself_or_from_the_network():
+    from tfprov import cluster
+
+    own = [_row(USER_ERROR, name="chief:0", host="n1"), _row(COORDINATION_CRASH, name="worker:0", host="n2")]
+    assert cluster.outcome_line(own) == (
+        "why the job failed: the job's own error: chief-0 on n1: ValueError: the learning rate went negative at "
+        "epoch 3; running it again will not help until the script is fixed")
+    network = [_row(COORDINATION_CRASH, name="chief:0", host="n1"), _row(DEADLINE, name="worker:0", host="n2")]
+    assert cluster.outcome_line(network).startswith(
+        "why the job failed: an infrastructure error: chief-0 on n1: tensorflow.python.framework.errors_impl."
+        "UnavailableError: Graph execution error: (and 1 more); every node is still there: running it again can help")
+    ok = [_row(SUCCEEDED_NOISE, state="succeeded", exit_status=0, result="success")]
+    assert cluster.outcome_line(ok) == ""
+
+
+def test_the_terminal_and_the_page_show_why(tmp_path):
+    from rich.console import Console
+
+    from tfprov import report_page, terminal
+
+    report = {"hosts": {"n1": {"status": "failed", "data": {"dist_job": task(lines=USER_ERROR, name="chief:0")}},
+                        "n2": {"status": "failed", "data": {"dist_job": task(lines=DEADLINE, name="worker:0")}}}}
+    console = Console(record=True, width=250)
+    terminal.show_cluster(report, tmp_path, console)
+    assert "why the job failed: the job's own error: chief-0 on n1: ValueError" in console.export_text()
+    assert "why the job failed: the job&#x27;s own error: chief-0 on n1: ValueError" in \
+        report_page._cluster_section(report)
