@@ -245,6 +245,7 @@ def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes,
         record.step("run cluster", attempt=attempt, seconds=round(time.monotonic() - t0, 1), run_dir=str(run_dir),
                     status=report["status"], rc=report["rc"], lost=lost, cause=outcome["cause"],
                     evidence=outcome["evidence"])
+        _add_restart_overhead(record, report, time.monotonic() - t0)
         if report["rc"] == EXIT_OK:
             break
         cause = outcome["cause"]
@@ -316,9 +317,26 @@ def _add_recovery(record: JobRecord, outcome: dict, attempt: int, seen_at: float
     entry = {"cause": outcome["cause"], "summary": outcome["summary"], "evidence": outcome["evidence"],
              "lost": lost, "replaced": lost, "reasons": reasons, "at": _now(), "attempt": attempt,
              "seconds_lost": round(time.monotonic() - seen_at, 1)}
+    entry["wait_seconds"] = entry["seconds_lost"]  # the job's next run adds the seconds before its job started
     if replace_seconds is not None:
         entry.update(replace_seconds=replace_seconds, seconds_to_replacement=entry["seconds_lost"])
     record.data["restarts"].append(entry)
+    record.write()
+
+
+def _add_restart_overhead(record: JobRecord, report: dict, run_seconds: float) -> None:
+    """The run after a recovery: the seconds it spent before the job ran again (the cluster converged again, the
+    servers up) count as lost to that recovery too."""
+    restarts = record.data["restarts"]
+    if not restarts or "wait_seconds" not in restarts[-1] or "job_again_after" in restarts[-1]:
+        return
+    job_seconds = [t.get("seconds") for t in job_outcome.report_tasks(report) if isinstance(t.get("seconds"),
+                                                                                            int | float)]
+    if not job_seconds:
+        return
+    before_job = round(max(0.0, run_seconds - max(job_seconds)), 1)
+    last = restarts[-1]
+    last.update(job_again_after=before_job, seconds_lost=round(last["wait_seconds"] + before_job, 1))
     record.write()
 
 
@@ -499,6 +517,9 @@ def _recovery_text(number: int, restart: dict) -> str:
     else:
         what = "no node replaced, the job run again on the same nodes"
     lost_seconds = f"; {restart['seconds_lost']} s lost" if "seconds_lost" in restart else ""
+    if "job_again_after" in restart:
+        lost_seconds += (f" ({restart['wait_seconds']} s to recover, {restart['job_again_after']} s for the cluster "
+                         "to run the job again)")
     return f"recovery {number} at attempt {restart.get('attempt', '?')}: {why}; {what}{lost_seconds}"
 
 

@@ -69,8 +69,12 @@ class FakeRunner:
         return report, root / ".tfprov" / "runs" / f"run-{len(self.calls)}"
 
 
-def ok():
-    return {"status": "successful", "rc": 0, "hosts": {"node-1": {"status": "ok", "failed_tasks": []}}}
+def ok(job_seconds=None):
+    report = {"status": "successful", "rc": 0, "hosts": {"node-1": {"status": "ok", "failed_tasks": []}}}
+    if job_seconds is not None:
+        report["hosts"]["node-1"]["data"] = {"dist_job": {"task": "chief:0", "state": "succeeded", "exit_status": 0,
+                                                          "seconds": job_seconds, "log_tail": ["done"]}}
+    return report
 
 
 def failed(lose=(), status="failed", rc=4, message="the job exited 1"):
@@ -310,7 +314,7 @@ def tasks_failed(lines_by_task, rc=4, unreachable=()):
 def test_an_infrastructure_error_runs_the_job_again_on_the_same_nodes_and_replaces_none(checkout):
     report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK, "worker:1": NETWORK})
     nodes = FakeNodes(answers=[["node-3"]])  # node-3 answers at the second ask
-    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes)
+    rc, nodes, runner, record, text = run(checkout, [report, ok(job_seconds=-60.0)], nodes=nodes)
     assert rc == EXIT_OK and len(runner.calls) == 2
     assert nodes.calls == ["up", "down"]  # no node brought up again, none replaced
     assert nodes.asked == 2
@@ -330,7 +334,11 @@ def test_an_infrastructure_error_runs_the_job_again_on_the_same_nodes_and_replac
     assert "run cluster attempt 1: failed, an infrastructure error" in status
     assert ("recovery 1 at attempt 1: an infrastructure error (chief-0 on node-1: tensorflow.python.framework."
             "errors_impl.UnavailableError: Collective ops is aborted by") in status
-    assert "no node replaced, the job run again on the same nodes" in status and " s lost" in status
+    assert "no node replaced, the job run again on the same nodes" in status
+    # What the recovery cost: waiting for the nodes, then the next run's seconds before its job started (the fake
+    # run took ~0 s and its job -60 s: 60 s before the job ran again).
+    assert restart["job_again_after"] >= 60 and restart["seconds_lost"] >= restart["wait_seconds"] + 60
+    assert f"s lost ({restart['wait_seconds']} s to recover, {restart['job_again_after']} s for the cluster" in status
 
 
 def test_the_jobs_own_error_is_not_run_again_and_says_so(checkout):
