@@ -373,16 +373,19 @@ def _wait_answering(nodes: JobNodes, grace: float, say) -> dict[str, str]:
     deadline = time.monotonic() + grace
     while True:
         answers = nodes.answering()
+        # A node the inventory no longer lists (the cloud took it back, a container removed); none listed at all is
+        # Ansible failing to ask, which proves nothing about the nodes: ask again.
         missing = [name for name in nodes.planned()
-                   if not any(host == name or host.startswith(f"{name}_") for host in answers)]
-        silent = sorted(host for host, ok in answers.items() if not ok)
-        if missing:  # no longer in the inventory: the cloud took it back
-            return {**{name: "terminated" for name in missing},
-                    **{n: s for n, s in nodes.states(silent).items() if s in job_outcome.NODE_LOST_STATES}}
+                   if answers and not any(host == name or host.startswith(f"{name}_") for host in answers)]
+        silent = sorted(host for host, ok in answers.items() if not ok) + missing if answers else nodes.planned()
         if not silent:
             say("every node answers: running the job again on the same nodes")
             return {}
-        gone = {n: s for n, s in nodes.states(silent).items() if s in job_outcome.NODE_LOST_STATES}
+        try:  # the provider decides whether a silent node is gone; it never is for not answering alone
+            gone = {n: s for n, s in nodes.states(silent).items() if s in job_outcome.NODE_LOST_STATES}
+        except TfprovError as exc:
+            say(f"could not ask the provider about {', '.join(silent)}: {exc}")
+            gone = {}
         if gone:
             return gone
         if time.monotonic() >= deadline:

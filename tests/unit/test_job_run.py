@@ -405,3 +405,23 @@ def test_infrastructure_errors_count_against_max_restarts(checkout):
     assert rc == 4 and len(runner.calls) == 2 and len(record["restarts"]) == 1
     assert record["error"].startswith("an infrastructure error: chief-0 on node-1:")
     assert "--max-restarts 1 allows no more recoveries" in record["error"]
+
+
+def test_ansible_answering_nothing_proves_nothing_no_node_is_replaced(checkout):
+    report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK})
+    nodes = FakeNodes()
+    nodes.answering = lambda: {}  # ansible itself failed to ask
+    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes, unreachable_grace=0)
+    assert rc == 5 and nodes.calls == ["up", "down"] and len(runner.calls) == 1
+    assert record["error"].startswith("node-1, node-2, node-3 still run but did not answer within")
+
+
+def test_a_node_gone_from_the_inventory_while_waiting_is_replaced_when_the_provider_says_so(checkout):
+    report = tasks_failed({"chief:0": NETWORK, "worker:0": NETWORK})
+    nodes = FakeNodes(provider_states={"node-3": "terminated"})
+    nodes.answering = lambda: {"node-1": True, "node-2": True}
+    rc, nodes, runner, record, text = run(checkout, [report, ok()], nodes=nodes)
+    assert rc == EXIT_OK and nodes.calls == ["up", "up", "down"]
+    [restart] = record["restarts"]
+    assert restart["cause"] == "node_lost" and restart["replaced"] == ["node-3"]
+    assert restart["reasons"] == {"node-3": "the provider says it is terminated"}
