@@ -330,9 +330,13 @@ cluster-faults: images baked-image
 # last four or five minutes of them.) The integration tests run beside lane A's scenarios: their local clouds (itest,
 # itnet) have names, subnets and ports of their own, and lane A's molecule nodes use none of them; the unit tests
 # start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
-# extra goes into the venv before the lanes start: pip must not change packages under a running pytest.
-test: venv $(VENV)/.docs-extra
-	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs sanity) & c=$$!; \
+# extra goes into the venv before the lanes start: pip must not change packages under a running pytest. The oldest
+# supported end (.venv-oldest: ansible-core 2.19, Ansible 12, Python 3.11) is made first too, and tested in each lane:
+# its sanity after the newest's, its unit tests after the newest's, one node and one cluster run after the integration
+# tests.
+test: venv $(VENV)/.docs-extra venv-oldest
+	$(call run_lane,checks,$(MAKE) --no-print-directory lint build docs sanity \
+	  && $(MAKE) --no-print-directory sanity SANITY_VENV=$(VENV_OLDEST)) & c=$$!; \
 	$(call run_lane,unit,$(MAKE) --no-print-directory unit e2e-local unit-oldest) & u=$$!; \
 	( $(call run_lane,images,$(MAKE) --no-print-directory images wheelhouse serving-image) \
 	  || { $(call lane_failed,make test: images$(,) wheelhouse or serving-image FAILED \

@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 FAIL, WARN = "fail", "warn"
 
@@ -194,8 +194,8 @@ def parse_smi_xml(text):
             "pcie_width_max": _int(link, "link_widths/max_link_width"),
             "ecc_sram_threshold_exceeded": _yes(_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
             "ecc_unrepairable_memory": _yes(_text(gpu, "ecc_errors/unrepairable_memory")),  # about R580
-            "ecc_repair_pending": sorted(tag[:-len("_repair_pending")] for tag in ("channel_repair_pending",
-                                                                                  "tpc_repair_pending")
+            "ecc_repair_pending": sorted(tag[:-len("_repair_pending")]
+                                         for tag in ("channel_repair_pending", "tpc_repair_pending")
                                          if _yes(_text(gpu, "ecc_errors/" + tag))),
             "reset_required": _yes(_text(gpu, "gpu_reset_status/reset_required")),  # R525 to R570
             "drain_and_reset_recommended": _yes(_text(gpu, "gpu_reset_status/drain_and_reset_recommended")),
@@ -243,7 +243,7 @@ def parse_xids(text):
 def _short_bus(bus_id):
     """bus:device of a PCI address, lower case: 0000:3b:00 (kernel log) and 00000000:3B:00.0 (nvidia-smi) agree."""
     parts = (bus_id or "").lower().split(":")
-    return ":".join(parts[-2:]).split(".")[0] if len(parts) >= 2 else (bus_id or "").lower()
+    return ":".join(parts[-2:]).split(".", 1)[0] if len(parts) >= 2 else (bus_id or "").lower()
 
 
 def _version_tuple(version):

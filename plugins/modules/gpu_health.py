@@ -191,9 +191,6 @@ notes:
 
 import json
 import os
-import select
-import subprocess
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tfprov.gpu.plugins.module_utils.bounded_command import run_bounded
@@ -279,30 +276,55 @@ while time.time() < end and gpus:
 """
 
 
+# Runs the load in the background, waits for its first product, then reads nvidia-smi while it computes, and stops
+# the load: one command through run_command (no process of the module's own). Its answer: LOADED <the load's line>,
+# then the XML, then SMI-RC <nvidia-smi's exit code> on a line of its own; or NOT-LOADED <the load's last line>
+# when no GPU computed.
+UNDER_LOAD = """
+python=$1 seconds=$2 smi=$3 smi_timeout=$4 load=$5
+log=$(mktemp) || exit 1
+TF_CPP_MIN_LOG_LEVEL=2 "$python" -c "$load" "$seconds" > "$log" 2>&1 &
+pid=$!
+trap 'kill -9 $pid 2>/dev/null; rm -f "$log"' EXIT
+waited=0
+while [ "$waited" -lt $((seconds + 60)) ]; do
+  line=$(grep -m 1 '^computing on' "$log")
+  if [ -n "$line" ]; then
+    sleep 2
+    echo "LOADED $line"
+    timeout -k 5 "$smi_timeout" "$smi" -q -x
+    rc=$?
+    echo
+    echo "SMI-RC $rc"
+    exit 0
+  fi
+  kill -0 $pid 2>/dev/null || break
+  sleep 1
+  waited=$((waited + 1))
+done
+echo "NOT-LOADED $(grep -v '^[[:space:]]*$' "$log" | tail -n 1)"
+"""
+
+
 def read_under_load(module, smi_path, python, seconds, smi_timeout=60):
     """(nvidia-smi -q -x read while the GPUs compute, or None; a note saying what happened)."""
-    proc = subprocess.Popen([python, "-c", LOAD, str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    said, deadline = [], time.time() + seconds + 60  # TensorFlow's import takes seconds of its own
-    try:
-        while time.time() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], 1)
-            line = proc.stdout.readline().decode(errors="replace") if ready else ""
-            if ready and not line:
-                break  # the load ended
-            said.append(line.strip())
-            if line.startswith("computing on"):
-                time.sleep(2)
-                rc, out, err, timed_out = run_bounded(module, [smi_path, "-q", "-x"], smi_timeout)
-                if timed_out:
-                    return None, "nvidia-smi -q -x did not answer within %d s under load: PCIe links judged " \
-                                 "only where already under load" % smi_timeout
-                return (out if rc == 0 else None), "PCIe links read under load (%s)" % line.strip()
-        reason = [s for s in said if s][-1:] or ["no GPU computed within %d s" % (seconds + 60)]
+    limit = int(seconds) + 60 + int(smi_timeout) + 15  # TensorFlow's import takes seconds of its own
+    rc, out, err, timed_out = run_bounded(module, ["/bin/sh", "-c", UNDER_LOAD, "tfprov-load", python, str(seconds),
+                                                   smi_path, str(int(smi_timeout)), LOAD], limit)
+    lines = out.splitlines()
+    loaded = [line for line in lines if line.startswith("LOADED ")]
+    if not loaded or timed_out:
+        said = [line[len("NOT-LOADED "):].strip() for line in lines if line.startswith("NOT-LOADED ")]
+        reason = [s for s in said if s][-1:] or ["no GPU computed within %d s" % (int(seconds) + 60)]
         return None, "the GPUs could not be loaded (%s): PCIe links judged only where already under load" % reason[0]
-    finally:
-        proc.kill()
-        proc.wait()
+    start = lines.index(loaded[0]) + 1
+    ends = [i for i, line in enumerate(lines) if line.startswith("SMI-RC ")]
+    smi_rc = lines[ends[-1]].split()[-1] if ends else "124"
+    if smi_rc == "124":
+        return None, "nvidia-smi -q -x did not answer within %d s under load: PCIe links judged " \
+                     "only where already under load" % smi_timeout
+    xml = "\n".join(lines[start:ends[-1]]) if ends else ""
+    return (xml if smi_rc == "0" else None), "PCIe links read under load (%s)" % loaded[0][len("LOADED "):].strip()
 
 
 HUNG_SMI = REBOOT + " (the driver or a GPU hangs: look for XID 79 in the kernel log); if it recurs, " + REPLACE
