@@ -293,11 +293,13 @@ def _run_job(args, spec: dict, script: Path, record: JobRecord, nodes: JobNodes,
             "checkpoint in the shared directory")
         t_recover = time.monotonic()
         nodes.up()
-        if cause != outcome["cause"]:
-            outcome = {**outcome, "cause": cause, "retry": True,
-                       "evidence": [{"node": n, "task": None, "line": reasons[n]} for n in lost]}
+        if cause != outcome["cause"]:  # gone while tfprov waited for it to answer
+            evidence = [{"node": n, "task": None, "line": reasons[n]} for n in lost]
+            outcome = {**outcome, "cause": cause, "retry": True, "evidence": evidence,
+                       "summary": job_outcome.summary(cause, evidence)}
         _add_recovery(record, outcome, attempt, seen_at, replaced=lost, reasons=reasons,
                       replace_seconds=round(time.monotonic() - t_recover, 1))
+    record.data.pop("outcome", None)  # an earlier run's failure, recovered from: the recoveries keep it
     record.set(state="succeeded")
     say(f"the job succeeded on every task (attempts {attempt}, restarts {len(record.data['restarts'])})")
     _collect_logs(nodes, record, say)
