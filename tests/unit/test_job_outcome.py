@@ -229,3 +229,38 @@ def test_the_terminal_and_the_page_show_why(tmp_path):
     assert "why the job failed: the job's own error: chief-0 on n1: ValueError" in console.export_text()
     assert "why the job failed: the job&#x27;s own error: chief-0 on n1: ValueError" in \
         report_page._cluster_section(report)
+
+
+# The ends of the logs of a real run (TensorFlow 2.21, tf_keras, 3 tasks) whose worker-1 lost its link for 15 s.
+CUT_CHIEF = [
+    '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 48, in mapstar',
+    "    return list(map(*args))",
+    "           ^^^^^^^^^^^^^^^^",
+    "tensorflow.python.framework.errors_impl.UnavailableError: {{function_node __wrapped__CollectiveReduceV2_Norderin"
+    "g_token_1_device_/job:chief/replica:0/task:0/device:CPU:0}} Collective ops is aborted by: Error reported from "
+    "/job:worker/task:1: The following tasks are unhealthy (stopped sending heartbeats):",
+    "/job:worker/replica:0/task:1",
+    "The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, "
+    "eviction) to debug further.",
+    "The error could be from a previous operation. Restart your program to reset. [Op:CollectiveReduceV2] name:",
+]
+CUT_WORKER = [
+    "    return list(map(*args))",
+    "           ^^^^^^^^^^^^^^^^",
+    "tensorflow.python.framework.errors_impl.DeadlineExceededError: {{function_node __wrapped__CollectiveReduceV2_No"
+    "rdering_token_1_device_/job:worker/replica:0/task:1/device:CPU:0}} Collective ops is aborted by: Deadline "
+    "Exceeded",
+    "RPC: /tensorflow.CoordinationService/Heartbeat",
+    "The error could be from a previous operation. Restart your program to reset. [Op:CollectiveReduceV2] name:",
+]
+
+
+def test_a_real_link_cut_is_an_infrastructure_error_with_short_evidence():
+    outcome = jo.classify([task(lines=CUT_CHIEF, name="chief:0", host="n1"),
+                           task(lines=CUT_WORKER, name="worker:1", host="n3")])
+    assert outcome["cause"] == jo.INFRASTRUCTURE and outcome["retry"]
+    assert [item["line"] for item in outcome["evidence"]] == [
+        "tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted by: Error reported from "
+        "/job:worker/task:1: The following tasks are unhealthy (stopped sending heartbeats):",
+        "tensorflow.python.framework.errors_impl.DeadlineExceededError: Collective ops is aborted by: Deadline "
+        "Exceeded"]
