@@ -123,7 +123,7 @@ def task_verdict(task: dict) -> tuple[str, str]:
     if state == "succeeded":
         return SUCCEEDED, job_last_line(lines)
     if state in ("never_run", "not_started", None):
-        return INFRASTRUCTURE, "the job did not start on this task"
+        return INFRASTRUCTURE, "no run of the job on this node since its boot: it rebooted, or the job never started"
     if task.get("result") == "oom-kill":
         return JOB_ERROR, "killed by the kernel's OOM killer: the job used more memory than the node has"
     found = last_exception(lines)
