@@ -2,7 +2,6 @@
 command answers as Docker's CLI does (the texts and exit codes below are the CLI's, seen on the local cloud)."""
 
 import json
-import stat
 from pathlib import Path
 
 import pytest
@@ -32,11 +31,8 @@ esac
 
 
 @pytest.fixture
-def docker(tmp_path, monkeypatch):
-    path = tmp_path / "docker"
-    path.write_text(FAKE_DOCKER)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("CALLS", str(tmp_path / "calls"))
+def docker(tmp_path, monkeypatch, stand_in_docker):
+    path = stand_in_docker(FAKE_DOCKER)
 
     def answer(rc=0, out="", err="", status="running"):
         for key, value in (("EXEC_RC", str(rc)), ("EXEC_OUT", out), ("EXEC_ERR", err), ("STATUS", status)):
@@ -46,7 +42,7 @@ def docker(tmp_path, monkeypatch):
         log = tmp_path / "calls"
         return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
 
-    answer.calls, answer.path = calls, str(path)
+    answer.calls, answer.path = calls, path
     return answer
 
 

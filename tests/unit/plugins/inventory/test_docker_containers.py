@@ -2,7 +2,6 @@
 list and its inspection left out. A stand-in `docker` answers as Docker's CLI does (its JSON and exit codes)."""
 
 import json
-import stat
 
 import pytest
 from ansible.errors import AnsibleError
@@ -38,18 +37,15 @@ def inspected(cid: str, name: str, labels: dict, running=True) -> dict:
 
 
 @pytest.fixture
-def docker(tmp_path, monkeypatch):
-    path = tmp_path / "docker"
-    path.write_text(FAKE_DOCKER)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("CALLS", str(tmp_path / "calls"))
+def docker(tmp_path, monkeypatch, stand_in_docker):
+    path = stand_in_docker(FAKE_DOCKER)
 
     def answer(ids, found, rc=0):
         monkeypatch.setenv("PS_IDS", " ".join(ids))
         monkeypatch.setenv("INSPECT", json.dumps(found))
         monkeypatch.setenv("INSPECT_RC", str(rc))
 
-    answer.path = str(path)
+    answer.path = path
     answer.calls = lambda: (tmp_path / "calls").read_text().splitlines()
     return answer
 
