@@ -124,8 +124,9 @@ def test_the_hub_passes_frames_between_vms_and_drops_a_cut_ones(tmp_path):
         a, b = "52:54:00:00:0b:02", "52:54:00:00:0c:02"
         a_w.write(frame(a))
         b_w.write(frame(b))
-        got_b = await asyncio.wait_for(b_r.readexactly(len(frame(a))), 2)
-        got_a = await asyncio.wait_for(a_r.readexactly(len(frame(b))), 2)
+        # Generous limits: on a loaded machine (CI's molecule lanes beside it) the hub's task runs late, not wrong.
+        got_b = await asyncio.wait_for(b_r.readexactly(len(frame(a))), 30)
+        got_a = await asyncio.wait_for(a_r.readexactly(len(frame(b))), 30)
         assert got_b == frame(a) and got_a == frame(b)
         sock.with_suffix(".cut").write_text(b + "\n")
         a_w.write(frame(a))
@@ -133,8 +134,8 @@ def test_the_hub_passes_frames_between_vms_and_drops_a_cut_ones(tmp_path):
         for reader in (a_r, b_r):
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(reader.readexactly(4), 0.3)
-        sock.unlink()  # the cloud's directory removed: the hub stops
-        await asyncio.wait_for(server, 3)
+        sock.unlink()  # the cloud's directory removed: the hub stops (it looks once a second)
+        await asyncio.wait_for(server, 30)
 
     asyncio.run(scenario())
 

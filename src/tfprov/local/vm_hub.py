@@ -59,6 +59,9 @@ async def main(socket_path: str) -> None:
     async with server:
         while path.exists():  # `tfprov down` removes the cloud's directory: the hub goes with it
             await asyncio.sleep(1)
+        # Python 3.12 and newer: closing the server waits for its connections, so the VMs' links are closed first.
+        for writer in list(hub.peers):
+            writer.close()
 
 
 if __name__ == "__main__":
