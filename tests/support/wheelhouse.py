@@ -6,6 +6,8 @@ one download per machine instead of one per node.
 """
 
 import argparse
+import glob
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,11 +83,31 @@ def proxpi() -> str:
     return yaml.safe_load((ROOT / "data" / "compat.yml").read_text())["package_cache"]["proxpi"]
 
 
+def pip_of(version: str) -> list[str]:
+    """A pip run by a Python of that version, where this machine has one: pip evaluates environment markers
+    (`overrides; python_version < "3.12"`, which jupyter-server needs on 3.11) with the Python that runs it, not with
+    --python-version, so a 3.13 venv's pip leaves such wheels out of a 3.11 node's wheelhouse. Else this Python's."""
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if running == version:
+        return [sys.executable, "-m", "pip"]
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False).stdout.strip() \
+        if shutil.which("pyenv") else ""
+    candidates = [shutil.which(f"python{version}"), f"/usr/bin/python{version}",
+                  *sorted(glob.glob(f"{root or Path.home() / '.pyenv'}/versions/{version}*/bin/python{version}"))]
+    for python in filter(None, candidates):
+        if Path(python).is_file() and subprocess.call([python, "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL) == 0:
+            return [python, "-m", "pip"]
+    print(f"wheelhouse: no Python {version} with pip here: markers are evaluated for Python "
+          f"{running}", file=sys.stderr)
+    return [sys.executable, "-m", "pip"]
+
+
 def download_for_pythons(dest: Path, pythons: list[str], *requirements: str) -> int:
     """The requirements and everything they need, as wheels for each of these Pythons (Linux, x86_64)."""
     for python in pythons:
         print(f"wheelhouse {dest}: {' '.join(requirements)} for Python {python}", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+        rc = subprocess.call([*pip_of(python), "download", "-q", "--only-binary=:all:",
                               "--python-version", python, "--implementation", "cp", *PLATFORMS,
                               "-d", str(dest), *requirements])
         if rc:
