@@ -13,9 +13,9 @@ a day old (age_apt_lists: as on a cloud VM, both variants update them), fills th
 then each again on the same node (`noop`: tfprov's no-op run; the script re-run: apt and pip find everything).
 Both go through the same gateway (its proxy, pip cache and apt cache); a warm-up round first fills the caches, so
 no variant pays for a download from outside. The summary gives, per variant and kind, the range of wall times, and
-tfprov's fresh wall over the script's in the same round (target: 1.2 at most). Each run also records the CPU time
-its node used (its container's cgroup) and, for tfprov, the controller's, and the summary sets tfprov's CPU (node
-and controller) against the script's node CPU, round by round: how much more work tfprov does, which wall time
+tfprov's fresh wall over the script's in the same round (target: 1.25 by the rounds' median). Each run also records
+the CPU time its node used (its container's cgroup) and, for tfprov, the controller's, and the summary sets tfprov's
+CPU (node and controller) against the script's node CPU, round by round: how much more work tfprov does, which wall time
 alone does not say (on this shared machine both vary by about half between rounds).
 
 Where tfprov's extra time goes, step by step (`steps` of each fresh run): the script stamps the time after each of
@@ -59,7 +59,7 @@ from tfprov.project import ensure_collection_link  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SSH_INVENTORY = str(ROOT / "inventories" / "local_ssh.docker_containers.yml")
 
-TARGET_FRESH_OVER_SCRIPT = 1.2
+TARGET_FRESH_OVER_SCRIPT = 1.25  # issue 50: by the median of the rounds (issue 21 had 1.2 in every round)
 ENV_DIR = "/opt/plain/tf"
 # What a user types instead of tfprov, on a Debian node behind the same proxy and pip cache.
 # Each `step` line stamps the time a step ended (steps()); `date +%s.%N` is GNU date, as on every Debian node.
@@ -236,7 +236,7 @@ def summary(runs: list[dict]) -> dict:
                 cpu_ratios.append(round(cpu_seconds(fresh["tfprov"]) / cpu_seconds(fresh["script"]), 2))
     if ratios:
         out["fresh_tfprov_over_script"] = ratios
-        out["fresh_within_target"] = max(ratios) <= TARGET_FRESH_OVER_SCRIPT
+        out["fresh_within_target"] = statistics.median(ratios) <= TARGET_FRESH_OVER_SCRIPT
         # Steadier than any one round on a shared machine, where the same pip install varies by a third.
         medians = {v: statistics.median(pair[v]["wall_s"] for pair in paired) for v in ("tfprov", "script")}
         out["fresh_median_tfprov_over_script"] = round(medians["tfprov"] / medians["script"], 2)
