@@ -18,15 +18,21 @@ def tags(instance):
     return {tag["Key"]: tag["Value"] for tag in instance["Tags"]}
 
 
-def test_a_spot_job_is_recovered_in_the_next_zone_and_its_nodes_are_removed(capsys, ec2, write_spec, aws_env,
-                                                                              tmp_path, monkeypatch):
-    spec = yaml.safe_load(open(write_spec("mjob", spot=True)))
-    spec["roles"] = {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 2, "type": "g4dn.xlarge"}}
-    spec["job"] = {"shared_dir": "s3://tfprov-jobs/mjob"}
+def job_files(write_spec, tmp_path, name, workers, **changes):
+    """A job spec of a chief and `workers` workers, its shared directory in S3, and a script that computes nothing."""
+    spec = yaml.safe_load(open(write_spec(name, **changes)))
+    spec["roles"] = {"chief": {"count": 1, "type": "g4dn.xlarge"},
+                     "worker": {"count": workers, "type": "g4dn.xlarge"}}
+    spec["job"] = {"shared_dir": f"s3://tfprov-jobs/{name}"}
     path = tmp_path / "job.yml"
     path.write_text(yaml.safe_dump(spec))
     script = tmp_path / "train.py"
     script.write_text("print('no compute in moto')\n")
+    return path, script
+
+def test_a_spot_job_is_recovered_in_the_next_zone_and_its_nodes_are_removed(capsys, ec2, write_spec, aws_env,
+                                                                              tmp_path, monkeypatch):
+    path, script = job_files(write_spec, tmp_path, "mjob", workers=2, spot=True)
     seen = []
 
     def run_cluster(plan, root, options, progress):
@@ -53,7 +59,8 @@ def test_a_spot_job_is_recovered_in_the_next_zone_and_its_nodes_are_removed(caps
     lost_zone = first["mjob-worker-1"]["Placement"]["AvailabilityZone"]
     replacement = second["mjob-worker-1"]
     assert replacement["InstanceId"] != first["mjob-worker-1"]["InstanceId"]
-    assert replacement["Placement"]["AvailabilityZone"] == next(z for z in spec["zones"] if z != lost_zone)
+    zones = yaml.safe_load(path.read_text())["zones"]
+    assert replacement["Placement"]["AvailabilityZone"] == next(z for z in zones if z != lost_zone)
     assert replacement.get("InstanceLifecycle") == "spot"
     # The others were not touched.
     assert {n: i["InstanceId"] for n, i in second.items() if n != "mjob-worker-1"} == \
@@ -69,13 +76,7 @@ def test_an_instance_that_runs_but_did_not_answer_for_less_than_the_grace_is_kep
                                                                                     tmp_path, monkeypatch):
     """A node slow to answer SSH is not a dead one: EC2 says it runs, it answers again within --unreachable-grace,
     and the job runs again on the very same instances (none created, none terminated)."""
-    spec = yaml.safe_load(open(write_spec("kjob")))
-    spec["roles"] = {"chief": {"count": 1, "type": "g4dn.xlarge"}, "worker": {"count": 1, "type": "g4dn.xlarge"}}
-    spec["job"] = {"shared_dir": "s3://tfprov-jobs/kjob"}
-    path = tmp_path / "job.yml"
-    path.write_text(yaml.safe_dump(spec))
-    script = tmp_path / "train.py"
-    script.write_text("print('no compute in moto')\n")
+    path, script = job_files(write_spec, tmp_path, "kjob", workers=1)
     seen, asked = [], []
 
     def run_cluster(plan, root, options, progress):
