@@ -19,6 +19,8 @@ description:
   - Lists the Docker containers labelled C(tfprov.cluster=<cluster>) with the C(docker) CLI, inspects them in one call,
     and makes each a host named after its container. A container removed between the list and its inspection is left
     out, never an error.
+  - Hosts are added in their names' natural order (C(tfprov-local-2) before C(tfprov-local-10)), the order a play's
+    C(serial) batches, a fleet update's canary and batches included, take them in.
   - Each container's inspection is given to O(compose), O(groups) and O(keyed_groups) as C(docker_<key>) variables
     (C(docker_config), C(docker_state), C(docker_networksettings)...), with C(docker_name) and C(docker_short_id);
     the host itself gets C(ansible_host) (the container's name), C(docker_name) and C(docker_short_id), plus what
@@ -91,6 +93,11 @@ def slug(key: str) -> str:
     return "docker_" + re.sub(r"[^A-Za-z0-9_]", "_", key).lower()
 
 
+def natural_key(name: str) -> list:
+    """A name's sort key in natural order: its runs of digits compared as numbers (node-2 before node-10)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
+
+
 def host_facts(inspected: dict) -> tuple[str, dict, dict]:
     """(host name, the host's own vars, every var compose and groups see) for one container's inspection."""
     name = (inspected.get("Name") or "").lstrip("/") or inspected["Id"][:13]
@@ -154,7 +161,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         strict = self.get_option("strict")
-        for inspected in sorted(self.containers(), key=lambda item: item.get("Name") or ""):
+        for inspected in sorted(self.containers(), key=lambda item: natural_key(item.get("Name") or "")):
             name, own, seen = host_facts(inspected)
             self.inventory.add_host(name)
             for key, value in own.items():

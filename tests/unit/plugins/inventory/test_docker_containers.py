@@ -12,6 +12,7 @@ from ansible_collections.tfprov.gpu.plugins.inventory.docker_containers import (
     InventoryModule,
     host_facts,
     inspections,
+    natural_key,
     slug,
 )
 
@@ -92,6 +93,16 @@ def test_the_clouds_nodes_get_the_group_contract_and_their_state(docker, monkeyp
     # One list of this cloud's containers, one inspection of them all.
     assert docker.calls() == ["ps --all --no-trunc --quiet --filter label=tfprov.cluster=local",
                               f"inspect --type container {'a' * 64} {'c' * 64}"]
+
+
+def test_hosts_come_in_their_names_natural_order_as_a_fleets_batches_take_them(docker, monkeypatch):
+    names = ["tfprov-local-10", "tfprov-local-2", "tfprov-local-1", "tfprov-local-9"]
+    ids = [str(i) * 64 for i in range(len(names))]
+    docker(ids, [inspected(cid, name, {"tfprov.role": "worker"}) for cid, name in zip(ids, names, strict=True)])
+    inventory = parse(docker.path, monkeypatch)
+    assert [h.name for h in inventory.groups["tfprov_worker"].get_hosts()] == [
+        "tfprov-local-1", "tfprov-local-2", "tfprov-local-9", "tfprov-local-10"]
+    assert sorted(["b-2", "a-10", "a-9", "a"], key=natural_key) == ["a", "a-9", "a-10", "b-2"]
 
 
 def test_a_container_removed_before_its_inspection_is_left_out_not_fatal(docker, monkeypatch):
