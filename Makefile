@@ -28,7 +28,7 @@ CI_SCENARIOS := $(filter-out %/heavy,$(SCENARIOS))
 HEAVY_SCENARIOS := $(filter %/heavy,$(SCENARIOS))
 WHEELHOUSE := /var/cache/tfprov/wheelhouse
 
-.PHONY: help venv venv-oldest unit-oldest e2e-oldest test-oldest browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint sanity unit integration molecule molecule-serial molecule-cluster cluster-faults integration-slow test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
+.PHONY: help venv venv-oldest unit-oldest e2e-oldest test-oldest browser collection-link engine images serving-image wheelhouse baked-image ee-context demo lint sanity unit integration molecule molecule-serial molecule-cluster cluster-faults integration-jobs integration-rest test-vm test-vm-heavy heavy bench-converge bench-rerun bench-cluster bench-fleet bench-download bench-inventory bench-connection bench-check-reuse bench-node-vs-script build docs test test-lanes clean
 
 help:
 	@echo "make check  - lint + unit: the edit loop"
@@ -37,6 +37,7 @@ help:
 	@echo "make e2e-local - what unit leaves out: real ansible runs on localhost, moto and local servers, Chromium, build"
 	@echo "make molecule - every role's molecule scenarios and the cluster scenario, in two lanes (needs Docker)"
 	@echo "make integration - end-to-end tests on the local cloud (needs Docker, make images)"
+	@echo "make integration-jobs / integration-rest - the job tests / the others (make test runs one per lane)"
 	@echo "make build  - the collection tarball (dist/), checked"
 	@echo "make sanity - ansible-test sanity on the collection as built, with .venv's ansible-core (2.21);"
 	@echo "               make sanity SANITY_VENV=.venv-oldest: with the oldest supported (2.19)"
@@ -56,7 +57,6 @@ help:
 	@echo "make bench-connection - a no-op converge of 4 nodes over the Docker API and over docker exec (a benchmark)"
 	@echo "make bench-check-reuse - no-op runs with the quick check reused and with TensorFlow imported (a benchmark)"
 	@echo "make bench-node-vs-script - tfprov run node beside a plain install script, fresh and again (a benchmark)"
-	@echo "make integration-slow - ufw/firewalld firewalls, the rolling fleet update, a failed job's page (too long for CI)"
 	@echo "make cluster-faults - tfprov run cluster with a task killed mid-check, a slow link, members failing the gate (too long for CI)"
 	@echo "make test-vm - the local cloud's VM flavour: 2 VMs under QEMU, reboot, cloud-init, idle poweroff, bake and boot (by hand)"
 	@echo "make test-vm-heavy - whole nodes on VMs: cluster + firewall across reboot, baked node adopted, DKMS build (by hand)"
@@ -205,12 +205,13 @@ run_cluster = (start=$$(date +%s); $(BIN)/molecule test -s cluster \
 # its scenarios one after another and stops at its first failure; `make molecule` fails if either lane fails.
 # Scenarios that must not overlap share a lane: nvidia_driver's default and render (both serve the stand-in
 # repository on 127.0.0.1:18081 from /tmp/tfprov-nvrepo). Lane A first bakes the image that the cluster scenario
-# (last in lane A) and the integration tests start from. `make test` runs the integration tests at the end of lane B
-# (see test:), so lane A holds most scenarios: the lanes are balanced by CI's times with the integration tests in lane
-# B. The two scenarios whose nodes run a Docker engine on the host's network with NET_ADMIN (nvidia_docker,
-# tf_serving) stay in lane B, before the integration tests: those compare the host's links, routes and nftables
-# ruleset before and after a cloud, and nothing else may touch them meanwhile. A scenario not named in LANE_A runs
-# in lane B.
+# (last in lane A) and the integration tests start from. `make test` runs the integration tests at the end of both
+# lanes (see test:): the job tests after lane A's cluster scenario, the rest after lane B's scenarios, which is why
+# lane A holds most scenarios: the lanes are balanced by CI's times with them. The two scenarios whose nodes run a
+# Docker engine on the host's network with NET_ADMIN (nvidia_docker, tf_serving) stay in lane B, before its
+# integration tests: those compare the host's links, routes and nftables ruleset before and after a cloud, and nothing
+# else may touch them meanwhile (the job tests' cloud lives in namespaces of its own, as every local cloud does, and
+# starts only after lane A's scenarios, long after those two). A scenario not named in LANE_A runs in lane B.
 LANE_A := cuda/molecule/default nvidia_driver/molecule/default nvidia_driver/molecule/render \
   tensorflow_gpu/molecule/conda cudnn/molecule/tarball tensorflow_gpu/molecule/default miniconda/molecule/default \
   cudnn/molecule/default dcgm/molecule/default preflight/molecule/default idle_stop/molecule/default \
@@ -229,12 +230,13 @@ define lane_failed
 	{ echo "$(1)"; sleep 1; $(BIN)/python tests/support/lane_failure.py $(LANE_LOGS)/$(2).log; }
 endef
 
-# The two lanes: A bakes the image, runs LANE_A and ends with the cluster scenario; B runs LANE_B, then what $(2)
-# adds (make test: the integration tests). $(1) names the target in the failure lines.
+# The two lanes: A bakes the image, runs LANE_A, the cluster scenario, then what $(3) adds (make test: the job tests);
+# B runs LANE_B, then what $(2) adds (make test: the other integration tests). $(1) names the target in the failure
+# lines.
 define molecule_lanes
 @missing="$(filter-out $(CI_SCENARIOS),$(LANE_A))"; \
   [ -z "$$missing" ] || { echo "Makefile: LANE_A names no CI scenario: $$missing (fix LANE_A)" >&2; exit 1; }
-$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)) & a=$$!; \
+$(call run_lane,A,$(BAKE) && $(call run_scenarios,$(LANE_A)) && $(run_cluster)$(3)) & a=$$!; \
 $(call run_lane,B,$(call run_scenarios,$(LANE_B))$(2)) & b=$$!; \
 ra=0; wait $$a || ra=$$?; rb=0; wait $$b || rb=$$?; wait; \
 [ $$ra = 0 ] || $(call lane_failed,$(1): lane A FAILED (its log lines start with [lane A]),A); \
@@ -297,15 +299,19 @@ bench-node-vs-script: images
 bench-inventory: venv
 	$(BIN)/python bench/inventory_scale.py --instances 1000 --repeat 3
 
+# Every integration test but the fault-injection, VM and DKMS ones (run by hand, below). `make test` runs them in two
+# parts, one at the end of each molecule lane: the job tests (their own cloud, job-itjob; about a third of the time)
+# after lane A's cluster scenario, the rest after lane B's scenarios.
+INTEGRATION_MARKERS := integration and not cluster_faults and not vm and not vm_heavy
+INTEGRATION_JOBS := tests/integration/test_e2e_job.py
 integration: images serving-image baked-image
-	$(BIN)/pytest -q -m "integration and not cluster_faults and not slow_integration and not vm and not vm_heavy" \
-	  --durations=25
+	$(BIN)/pytest -q -m "$(INTEGRATION_MARKERS)" --durations=25
 
-# End-to-end runs too long for every CI run on a slow 2-core machine (ufw and firewalld as the cluster's firewall, the
-# rolling fleet update, a failed job's page; tfprov job uninterrupted, interrupted with Ctrl-C and with
-# --max-restarts 0): about 17 + 7 minutes there. Run by hand before changing those paths.
-integration-slow: images serving-image baked-image
-	$(BIN)/pytest -q -m "slow_integration"
+integration-jobs: images baked-image
+	$(BIN)/pytest -q -m "$(INTEGRATION_MARKERS)" --durations=10 $(INTEGRATION_JOBS)
+
+integration-rest: images serving-image baked-image
+	$(BIN)/pytest -q -m "$(INTEGRATION_MARKERS)" --durations=25 --ignore=$(INTEGRATION_JOBS)
 
 # The local cloud's VM flavour: two Debian 12 VMs under QEMU (TCG), their reboots, cloud-init, the idle guard's
 # poweroff and a baked image booted as a new node. Minutes of emulated CPU: run by hand (times in README).
@@ -325,10 +331,11 @@ cluster-faults: images baked-image
 # CI's order. Three lanes start at once: lint with the collection build and the docs; the unit tests (one process);
 # the node images, the wheelhouse and the serving image (network and disk; cached after the first run), after which
 # the same lane starts the two molecule lanes (test-lanes) without waiting for the other two: lane A bakes the image
-# and runs its molecule scenarios and the cluster scenario; lane B runs the other scenarios, then the integration
-# tests one at a time. (The molecule lanes used to wait for the unit tests as well, which left a core idle for the
-# last four or five minutes of them.) The integration tests run beside lane A's scenarios: their local clouds (itest,
-# itnet) have names, subnets and ports of their own, and lane A's molecule nodes use none of them; the unit tests
+# and runs its molecule scenarios, the cluster scenario, then the job tests; lane B runs the other scenarios, then the
+# other integration tests one at a time. (The molecule lanes used to wait for the unit tests as well, which left a core
+# idle for the last four or five minutes of them.) Lane B's integration tests run beside lane A's scenarios and job
+# tests: their local clouds (itest, itnet, itcache; the job tests' job-itjob) have names, subnets and ports of their
+# own, and lane A's molecule nodes use none of them; the unit tests
 # start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest. The oldest
 # supported end (.venv-oldest: ansible-core 2.19, Ansible 12, Python 3.11) is made first too, and tested in each lane:
@@ -349,8 +356,11 @@ test: venv $(VENV)/.docs-extra venv-oldest
 	[ $$rc = 0 ] && [ $$ru = 0 ] && [ $$rm = 0 ]
 
 # make test's molecule lanes, which it starts once the images are there (run alone, it assumes they are).
+# What each lane runs after its scenarios: A the job tests, B the other integration tests and the oldest end's runs.
+TEST_LANE_A_TAIL := && $(MAKE) --no-print-directory integration-jobs
+TEST_LANE_B_TAIL := && $(MAKE) --no-print-directory integration-rest e2e-oldest
 test-lanes:
-	$(call molecule_lanes,make test, && $(MAKE) --no-print-directory integration e2e-oldest)
+	$(call molecule_lanes,make test,$(TEST_LANE_B_TAIL),$(TEST_LANE_A_TAIL))
 
 clean:
 	rm -rf dist .tfprov .pytest_cache .ruff_cache

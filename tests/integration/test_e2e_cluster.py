@@ -111,7 +111,6 @@ def test_run_cluster_passes_the_distributed_check(cluster_cloud):
     # A second run changing nothing is molecule/cluster's idempotence step (same playbook, fewer minutes in CI).
 
 
-@pytest.mark.slow_integration  # a cluster run; the page's order is also checked on this run's recorded report
 def test_a_failed_task_is_at_the_top_of_the_runs_page(cluster_cloud, tmp_path):
     script = tmp_path / "fails_on_one_worker.py"
     script.write_text("import json, os, sys\ntask = json.loads(os.environ['TF_CONFIG'])['task']\n"

@@ -1,9 +1,10 @@
 """The local cloud as a private network (`tfprov up local --network private`), with faults on demand.
 
-Five nodes from the baked image (chief, worker, worker, ps, serving) in a cloud of their own (`itnet`): their own
-addresses, the same ports, SSH through the jump into the lab namespace, no route out, the cluster's nftables rules
-applied in each node's own namespace, the gateway's proxy as the only way out, faults (cut, restore, stop, start,
-reboot), and the host's own network namespace unchanged from before `up` to after `down`, the gateway stopped.
+Six nodes from the baked image (chief, worker, worker, ps, serving, worker) in a cloud of their own (`itnet`): their
+own addresses, the same ports, SSH through the jump into the lab namespace, no route out, the cluster's firewall
+(nftables, ufw and firewalld, one on each of three members) applied in each node's own namespace, the gateway's
+proxy as the only way out, faults (cut, restore, stop, start, reboot), and the host's own network namespace
+unchanged from before `up` to after `down`, the gateway stopped.
 """
 
 import json
@@ -11,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,8 +24,9 @@ TFPROV = str(Path(sys.executable).parent / "tfprov")
 ANSIBLE = str(Path(sys.executable).parent / "ansible")
 BAKED = os.environ.get("TFPROV_BAKED_IMAGE", "tfprov/node-baked:bookworm")
 CLOUD = "itnet"
-NODES = [f"tfprov-{CLOUD}-{i}" for i in range(1, 6)]
-CHIEF, WORKER_1, WORKER_2, PS, SERVING = NODES
+NODES = [f"tfprov-{CLOUD}-{i}" for i in range(1, 7)]
+CHIEF, WORKER_1, WORKER_2, PS, SERVING, WORKER_3 = NODES
+ROLES = "chief,worker,worker,ps,serving,worker"
 SSH_INVENTORY = "inventories/local_ssh.docker_containers.yml"
 ENV = {**os.environ, "TFPROV_LOCAL_CLOUD": CLOUD}
 # A TCP connect from inside a node: "open", "refused" (the packet got there, nothing listens) or "dropped".
@@ -79,15 +82,16 @@ def lab(tmp_path_factory):
     ENV["TFPROV_APT_CACHE_DIR"] = str(tmp_path_factory.mktemp("itnet-apt-cache"))  # and so does its apt cache
     before = host_network()
     started = time.monotonic()
-    tfprov("up", "local", "--nodes", "5", "--image", BAKED, "--network", "private", runs_dir=runs, check=True)
-    print(f"\nup, 5 private nodes from the baked image: {time.monotonic() - started:.1f} s")
+    tfprov("up", "local", "--nodes", "6", "--roles", ROLES, "--image", BAKED, "--network", "private", runs_dir=runs,
+           check=True)
+    print(f"\nup, 6 private nodes from the baked image: {time.monotonic() - started:.1f} s")
     yield runs, before
     tfprov("down", "local", runs_dir=runs)
 
 
 def test_each_node_has_its_own_address_and_the_same_ports(lab):
     addresses = [label(node, "tfprov.address") for node in NODES]
-    assert len(set(addresses)) == 5 and not any(a.startswith("127.") for a in addresses)
+    assert len(set(addresses)) == len(NODES) and not any(a.startswith("127.") for a in addresses)
     assert {label(node, "tfprov.tf_port") for node in NODES} == {"2222"}
     assert {label(node, "tfprov.ssh_port") for node in NODES} == {"22"}
     # The node sees that address on its own eth0, and keeps the hostname that resolves to it.
@@ -250,104 +254,118 @@ def _serve(node: str, port: int = 2222) -> None:
         time.sleep(0.1)
 
 
-def test_the_cluster_firewall_admits_members_only_and_drops_a_member_that_left(lab):
+# The cluster's firewall on each kind of node at once, so that two cluster runs serve all three: the chief runs
+# nftables (Debian's, as the image ships it, started), worker:0 ufw and worker:2 firewalld (both installed through the
+# gateway's proxy). The first run has node 3 a member; in the second it has left (it became a serving node, keeping
+# its address). What each member's port answered from every other node, after each run, is kept for the tests below.
+FIREWALLS = {CHIEF: "nftables", WORKER_1: "ufw", WORKER_3: "firewalld"}
+ROLES_AFTER_LEAVING = "chief,worker,serving,ps,serving,worker"
+APT = "export http_proxy={proxy} DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq"
+
+
+def _answers() -> dict[tuple[str, str, int], str]:
+    """(from, to, port) -> connect's answer, for every firewalled member's cluster port (a listener on each) and,
+    from the serving node, its SSH port."""
+    for node in FIREWALLS:
+        _serve(node)
+    probes = [(src, dst, 2222) for dst in FIREWALLS for src in NODES if src != dst]
+    probes += [(SERVING, dst, 22) for dst in FIREWALLS]
+    with ThreadPoolExecutor(max_workers=8) as pool:  # a dropped probe waits out its timeout: all at once
+        found = pool.map(lambda probe: connect(probe[0], label(probe[1], "tfprov.address"), probe[2]), probes)
+        return dict(zip(probes, found, strict=True))
+
+
+@pytest.fixture(scope="module")
+def firewalls(lab):
     runs, _ = lab
-    # The nodes' image has nftables installed and inactive, as Debian ships it; a node that runs it is what
-    # dist_tf_cluster's firewall 'auto' acts on. Its default ruleset (policy accept) is checked, not assumed.
-    for node in NODES:
+    proxy = label(CHIEF, "tfprov.http_proxy")
+    seen = {}
+    for node in set(NODES) - {WORKER_1, WORKER_3}:
         node_sh(node, "systemctl start nftables")
-    assert "policy accept" in node_sh(CHIEF, "nft list chain inet filter input")
+    # The nodes' image has nftables installed and inactive, as Debian ships it; a node that runs it is what
+    # dist_tf_cluster's firewall 'auto' acts on. ufw gets an incoming policy that lets everything in: the cluster's
+    # rules must close the port themselves, not rely on the policy. firewalld's zone rejects the rest.
+    scripts = {WORKER_1: " ufw >/dev/null && ufw default allow incoming && ufw --force enable",
+               # netbase's /etc/protocols, which firewalld reads its services with, is in every Debian cloud image
+               # but not in the nodes' minimal one (ufw's iptables pulls it in)
+               WORKER_3: " --no-install-recommends firewalld netbase >/dev/null && systemctl start firewalld "
+                         "&& firewall-cmd --state"}
+    installs = [subprocess.Popen(["docker", "exec", node, "sh", "-c", APT.format(proxy=proxy) + script],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for node, script in scripts.items()]
+    for proc in installs:
+        out = proc.communicate(timeout=600)[0]
+        assert proc.returncode == 0, out
+    seen["nftables policy"] = node_sh(CHIEF, "nft list chain inet filter input")
+    seen["ufw status"] = node_sh(WORKER_1, "ufw status verbose")
     job = Path(runs) / "quick_job.py"
     job.write_text("print('ok')\n")  # the firewall, not training, is under test here
     limit = ["--limit", "all:!tfprov_serving", "--job", str(job)]
-    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
-    _serve(CHIEF)
-    chief = label(CHIEF, "tfprov.address")
-    assert connect(WORKER_2, chief, 2222) == "open"
+    try:
+        tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+        seen["member"] = _answers()
+        for node in FIREWALLS:
+            node_sh(node, "systemctl stop tfprov-test-listen")
+        tfprov("up", "local", "--nodes", "6", "--roles", ROLES_AFTER_LEAVING, "--image", BAKED, runs_dir=runs,
+               check=True)
+        assert label(WORKER_2, "tfprov.role") == "serving" and label(WORKER_2, "tfprov.address") != ""
+        tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
+        seen["left"] = _answers()
+        seen["ufw rules"] = [line.split(" comment")[0] for line in node_sh(WORKER_1, "ufw show added").splitlines()
+                             if "tfprov TensorFlow cluster" in line]
+        seen["firewalld rules"] = node_sh(WORKER_3, "firewall-cmd --permanent --list-rich-rules").splitlines()
+    finally:  # the later tests find the nodes as they were (but for nftables, still running)
+        for node in FIREWALLS:
+            node_sh(node, "systemctl stop tfprov-test-listen", check=False)
+        node_sh(WORKER_1, "ufw --force disable", check=False)
+        node_sh(WORKER_3, "systemctl disable --now firewalld", check=False)
+    return seen
+
+
+def _member_answers(seen: dict, target: str) -> dict[str, str]:
+    """What target's cluster port answered the other members of the first run (a listener on it)."""
+    return {src: seen["member"][src, target, 2222] for src in (CHIEF, WORKER_1, WORKER_2, WORKER_3) if src != target}
+
+
+def test_the_cluster_firewall_admits_members_only_and_drops_a_member_that_left(firewalls):
+    seen, chief = firewalls, CHIEF
+    assert "policy accept" in seen["nftables policy"]  # Debian's default ruleset: checked, not assumed
+    assert set(_member_answers(seen, chief).values()) == {"open"}, seen["member"]
     # Under the default strategy (multi_worker_mirrored) the ps takes no part: it is no member, so it is dropped.
-    assert connect(PS, chief, 2222) == "dropped"
-    assert connect(SERVING, chief, 2222) == "dropped"  # a node outside the cluster
-    assert connect(SERVING, chief, 22) == "open"  # only the cluster port is closed to it
+    assert seen["member"][PS, chief, 2222] == "dropped"
+    assert seen["member"][SERVING, chief, 2222] == "dropped"  # a node outside the cluster
+    assert seen["member"][SERVING, chief, 22] == "open"  # only the cluster port is closed to it
     # The rules live in the chief's own namespace: the host's ruleset is untouched.
     assert "tfprov_dist" in node_sh(CHIEF, "nft list tables")
     assert subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout == ""
-
-    # worker:1 leaves the cluster (it becomes a serving node, keeping its address): the members' sets are
-    # replaced, not added to, so it is refused too.
-    node_sh(CHIEF, "systemctl stop tfprov-test-listen")
-    tfprov("up", "local", "--nodes", "5", "--roles", "chief,worker,serving,ps,serving", "--image", BAKED,
-           runs_dir=runs, check=True)
-    assert label(WORKER_2, "tfprov.address") != "" and label(WORKER_2, "tfprov.role") == "serving"
-    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
-    _serve(CHIEF)
-    assert connect(WORKER_1, chief, 2222) == "open"
-    assert connect(WORKER_2, chief, 2222) == "dropped"
+    # Node 3 left the cluster: the members' sets are replaced, not added to, so it is refused too.
+    assert seen["left"][WORKER_1, chief, 2222] == seen["left"][WORKER_3, chief, 2222] == "open"
+    assert seen["left"][WORKER_2, chief, 2222] == "dropped"
 
 
-@pytest.mark.slow_integration  # two cluster runs; the nftables test above stays in every CI run
-def test_ufw_where_it_is_the_active_firewall_denies_everyone_else_and_forgets_former_members(lab):
-    runs, _ = lab
-    # The chief runs ufw instead of nftables (installed through the gateway's proxy), with an incoming policy that
-    # lets everything in: the cluster's rules must close the port themselves, not rely on the policy.
-    proxy = label(CHIEF, "tfprov.http_proxy")
-    node_sh(CHIEF, "systemctl stop nftables; nft flush ruleset; systemctl stop tfprov-test-listen 2>/dev/null; "
-                   f"export http_proxy={proxy} DEBIAN_FRONTEND=noninteractive; apt-get update -qq && "
-                   "apt-get install -y -qq ufw >/dev/null && ufw default allow incoming && ufw --force enable")
-    assert "Default: allow (incoming)" in node_sh(CHIEF, "ufw status verbose")
-    job = Path(runs) / "quick_job.py"
-    job.write_text("print('ok')\n")
-    limit = ["--limit", "all:!tfprov_serving", "--job", str(job)]
-    roles = ["up", "local", "--nodes", "5", "--image", BAKED, "--roles"]
-    tfprov(*roles, "chief,worker,worker,ps,serving", runs_dir=runs, check=True)  # node 3 a member again
-    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
-    _serve(CHIEF)
-    chief = label(CHIEF, "tfprov.address")
-    assert connect(WORKER_1, chief, 2222) == connect(WORKER_2, chief, 2222) == "open"
-    assert connect(SERVING, chief, 2222) == "dropped" and connect(SERVING, chief, 22) == "open"
-    # Node 3 leaves: its rule goes, the others stay, in ufw's order (members, then everyone else denied).
-    node_sh(CHIEF, "systemctl stop tfprov-test-listen")
-    tfprov(*roles, "chief,worker,serving,ps,serving", runs_dir=runs, check=True)
-    tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
-    _serve(CHIEF)
-    assert connect(WORKER_1, chief, 2222) == "open" and connect(WORKER_2, chief, 2222) == "dropped"
-    rules = [line for line in node_sh(CHIEF, "ufw show added").splitlines() if "tfprov TensorFlow cluster" in line]
-    assert [line.split(" comment")[0] for line in rules] == [
-        f"ufw allow from {chief} to any port 2222 proto tcp",
-        f"ufw allow from {label(WORKER_1, 'tfprov.address')} to any port 2222 proto tcp", "ufw deny 2222/tcp"], rules
-    node_sh(CHIEF, "systemctl stop tfprov-test-listen; ufw --force disable; systemctl start nftables")
+def test_ufw_where_it_is_the_active_firewall_denies_everyone_else_and_forgets_former_members(firewalls):
+    seen, node = firewalls, WORKER_1
+    assert "Default: allow (incoming)" in seen["ufw status"]
+    assert set(_member_answers(seen, node).values()) == {"open"}, seen["member"]
+    assert seen["member"][PS, node, 2222] == seen["member"][SERVING, node, 2222] == "dropped"
+    assert seen["member"][SERVING, node, 22] == "open"
+    assert seen["left"][CHIEF, node, 2222] == seen["left"][WORKER_3, node, 2222] == "open"
+    assert seen["left"][WORKER_2, node, 2222] == "dropped"
+    # Node 3's rule went, the others stayed, in ufw's order (members, then everyone else denied).
+    assert seen["ufw rules"] == [f"ufw allow from {label(member, 'tfprov.address')} to any port 2222 proto tcp"
+                                 for member in (CHIEF, WORKER_1, WORKER_3)] + ["ufw deny 2222/tcp"], seen["ufw rules"]
 
 
-@pytest.mark.slow_integration  # two cluster runs; the nftables test above stays in every CI run
-def test_firewalld_where_it_is_the_active_firewall_lets_members_in_and_forgets_former_members(lab):
-    runs, _ = lab
-    # The chief runs firewalld instead of nftables (installed through the gateway's proxy); its zone rejects the rest.
-    proxy = label(CHIEF, "tfprov.http_proxy")
-    node_sh(CHIEF, "systemctl stop nftables; nft flush ruleset; systemctl stop tfprov-test-listen 2>/dev/null; "
-                   f"export http_proxy={proxy} DEBIAN_FRONTEND=noninteractive; apt-get update -qq && "
-                   "apt-get install -y -qq --no-install-recommends firewalld >/dev/null && systemctl start firewalld "
-                   "&& firewall-cmd --state")
-    job = Path(runs) / "quick_job.py"
-    job.write_text("print('ok')\n")
-    limit = ["--limit", "all:!tfprov_serving", "--job", str(job)]
-    roles = ["up", "local", "--nodes", "5", "--image", BAKED, "--roles"]
-    try:
-        tfprov(*roles, "chief,worker,worker,ps,serving", runs_dir=runs, check=True)
-        tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
-        _serve(CHIEF)
-        chief = label(CHIEF, "tfprov.address")
-        assert connect(WORKER_1, chief, 2222) == connect(WORKER_2, chief, 2222) == "open"
-        assert connect(SERVING, chief, 2222) != "open" and connect(SERVING, chief, 22) == "open"
-        # Node 3 leaves: its rich rule goes, the others stay.
-        node_sh(CHIEF, "systemctl stop tfprov-test-listen")
-        tfprov(*roles, "chief,worker,serving,ps,serving", runs_dir=runs, check=True)
-        tfprov("run", "cluster", *limit, runs_dir=runs, check=True)
-        _serve(CHIEF)
-        assert connect(WORKER_1, chief, 2222) == "open" and connect(WORKER_2, chief, 2222) != "open"
-        rules = node_sh(CHIEF, "firewall-cmd --permanent --list-rich-rules").splitlines()
-        assert sorted(rule.split('address="')[1].split('"')[0] for rule in rules if 'port="2222"' in rule) == sorted(
-            [chief, label(WORKER_1, "tfprov.address")]), rules
-    finally:
-        node_sh(CHIEF, "systemctl stop tfprov-test-listen; systemctl stop firewalld; systemctl start nftables")
+def test_firewalld_where_it_is_the_active_firewall_lets_members_in_and_forgets_former_members(firewalls):
+    seen, node = firewalls, WORKER_3
+    assert set(_member_answers(seen, node).values()) == {"open"}, seen["member"]
+    assert "open" not in (seen["member"][PS, node, 2222], seen["member"][SERVING, node, 2222])
+    assert seen["member"][SERVING, node, 22] == "open"
+    assert seen["left"][CHIEF, node, 2222] == seen["left"][WORKER_1, node, 2222] == "open"
+    assert seen["left"][WORKER_2, node, 2222] != "open"
+    # Node 3's rich rule went, the others stayed.
+    assert sorted(rule.split('address="')[1].split('"')[0] for rule in seen["firewalld rules"]
+                  if 'port="2222"' in rule) == sorted(label(m, "tfprov.address") for m in (CHIEF, WORKER_1, WORKER_3))
 
 
 def test_a_cut_node_is_unreachable_and_comes_back_when_restored(lab):
