@@ -83,6 +83,7 @@ import subprocess
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
+from ansible_collections.tfprov.gpu.plugins.module_utils.tf_cluster import natural_key
 
 FILE_SUFFIXES = ("docker_containers.yml", "docker_containers.yaml")
 
@@ -91,11 +92,6 @@ def slug(key: str) -> str:
     """An inspection key as a variable name, as community.docker's inventory names them (NetworkSettings ->
     docker_networksettings)."""
     return "docker_" + re.sub(r"[^A-Za-z0-9_]", "_", key).lower()
-
-
-def natural_key(name: str) -> list:
-    """A name's sort key in natural order: its runs of digits compared as numbers (node-2 before node-10)."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
 
 
 def host_facts(inspected: dict) -> tuple[str, dict, dict]:

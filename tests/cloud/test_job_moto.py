@@ -30,6 +30,7 @@ def job_files(write_spec, tmp_path, name, workers, **changes):
     script.write_text("print('no compute in moto')\n")
     return path, script
 
+
 def test_a_spot_job_is_recovered_in_the_next_zone_and_its_nodes_are_removed(capsys, ec2, write_spec, aws_env,
                                                                               tmp_path, monkeypatch):
     path, script = job_files(write_spec, tmp_path, "mjob", workers=2, spot=True)

@@ -7,7 +7,7 @@ one download per machine instead of one per node.
 
 import argparse
 import glob
-import shutil
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,20 +86,18 @@ def proxpi() -> str:
 def pip_of(version: str) -> list[str]:
     """A pip run by a Python of that version, where this machine has one: pip evaluates environment markers
     (`overrides; python_version < "3.12"`, which jupyter-server needs on 3.11) with the Python that runs it, not with
-    --python-version, so a 3.13 venv's pip leaves such wheels out of a 3.11 node's wheelhouse. Else this Python's."""
-    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if running == version:
+    --python-version, so a 3.13 venv's pip leaves such wheels out of a 3.11 node's wheelhouse. Else this Python's.
+    Looked for where tests/sanity/run.sh looks (the system's, pyenv's builds; not pyenv's shims)."""
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
         return [sys.executable, "-m", "pip"]
-    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False).stdout.strip() \
-        if shutil.which("pyenv") else ""
-    candidates = [shutil.which(f"python{version}"), f"/usr/bin/python{version}",
-                  *sorted(glob.glob(f"{root or Path.home() / '.pyenv'}/versions/{version}*/bin/python{version}"))]
-    for python in filter(None, candidates):
-        if Path(python).is_file() and subprocess.call([python, "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL) == 0:
+    pyenv = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    for python in [f"/usr/bin/python{version}", f"/usr/local/bin/python{version}",
+                   *sorted(glob.glob(f"{pyenv}/versions/{version}.*/bin/python{version}"))]:
+        if os.access(python, os.X_OK) and subprocess.call([python, "-m", "pip", "--version"],
+                                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
             return [python, "-m", "pip"]
     print(f"wheelhouse: no Python {version} with pip here: markers are evaluated for Python "
-          f"{running}", file=sys.stderr)
+          f"{sys.version_info[0]}.{sys.version_info[1]}", file=sys.stderr)
     return [sys.executable, "-m", "pip"]
 
 
