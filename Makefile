@@ -335,8 +335,8 @@ cluster-faults: images baked-image
 # other integration tests one at a time. (The molecule lanes used to wait for the unit tests as well, which left a core
 # idle for the last four or five minutes of them.) Lane B's integration tests run beside lane A's scenarios and job
 # tests: their local clouds (itest, itnet, itcache; the job tests' job-itjob) have names, subnets and ports of their
-# own, and lane A's molecule nodes use none of them; the unit tests
-# start no container and bind loopback ports the system picks. A failure in any lane fails `make test`. The docs
+# own, and lane A's molecule nodes use none of them; the unit tests start no container and bind loopback ports the
+# system picks. A failure in any lane fails `make test`. The docs
 # extra goes into the venv before the lanes start: pip must not change packages under a running pytest. The oldest
 # supported end (.venv-oldest: ansible-core 2.19, Ansible 12, Python 3.11) is made first too, and tested in each lane:
 # its sanity after the newest's, its unit tests after the newest's, one node and one cluster run after the integration
